@@ -1,0 +1,28 @@
+# The README's two commands: `make run` and `make test`.
+GO ?= go
+export VG_ADMIN_TOKEN ?= dev-admin-token
+export VG_DEMO_VOUCHER ?= FLASH100
+
+.PHONY: run test services db vet fmt bench
+
+## run: start PostgreSQL, Redis and NATS if needed, then the backend with a demo flash voucher
+run: services db
+	$(GO) run ./backend
+
+## test: vet, then every test with the race detector against the servers on 127.0.0.1
+test: services vet
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+services:
+	@bash scripts/services.sh
+
+db:
+	@psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'vouchergate'" | grep -q 1 || \
+		psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE vouchergate"
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: the files above need formatting"; exit 1; }
+
+bench: services
+	$(GO) test -run '^$$' -bench . -benchmem ./...

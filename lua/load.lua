@@ -1,0 +1,24 @@
+-- load.lua: load a flash voucher from the database's active redemptions, unless it is loaded.
+-- Loading twice must never add uses, so the check and the writes are one script (SET NX-style).
+-- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders (as in reserve.lua)
+-- ARGV[1] total_limit
+-- ARGV[2..] triples: orderId, holder ("reservedAtMillis:customerId"), customerId,
+--           one per RESERVED or CONFIRMED redemption
+-- Returns {1, remaining} when it loaded the voucher, {0, remaining} when it was loaded already.
+local remaining = redis.call('GET', KEYS[1])
+if remaining then
+  return {0, tonumber(remaining)}
+end
+redis.call('DEL', KEYS[2], KEYS[3])
+local held = 0
+for i = 2, #ARGV, 3 do
+  redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
+  redis.call('HINCRBY', KEYS[2], ARGV[i + 2], 1)
+  held = held + 1
+end
+remaining = tonumber(ARGV[1]) - held
+if remaining < 0 then
+  remaining = 0
+end
+redis.call('SET', KEYS[1], remaining)
+return {1, remaining}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Makes sure PostgreSQL (5432), Redis (6379) and NATS with JetStream (4222) answer on 127.0.0.1.
+# A server that is not reachable is started from the installed binaries with its data under
+# .data/ (git-ignored). With --install, a missing binary is installed with apt-get first (CI);
+# without it, the script says which package to install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA="$PWD/.data"
+install=no
+[ "${1:-}" = "--install" ] && install=yes
+
+up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+wait_up() { # port name
+  for _ in $(seq 1 100); do up "$1" && return 0; sleep 0.1; done
+  echo "services: $2 did not start on 127.0.0.1:$1; see $DATA/$2.log" >&2
+  exit 1
+}
+
+need() { # binary apt-package
+  command -v "$1" >/dev/null 2>&1 && return 0
+  if [ "$install" = yes ]; then
+    echo "services: installing $2 for $1"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+    command -v "$1" >/dev/null 2>&1 && return 0
+  fi
+  echo "services: $1 is not installed; install it with: apt-get install $2" >&2
+  exit 1
+}
+
+pg_bin() { # find a PostgreSQL server binary on PATH or in Debian's versioned folders
+  local found
+  found=$(command -v "$1" 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/"$1" 2>/dev/null | sort -V | tail -1 || true)
+  [ -n "$found" ] && { echo "$found"; return; }
+  if [ "$install" = yes ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    ls -d /usr/lib/postgresql/*/bin/"$1" 2>/dev/null | sort -V | tail -1
+    return
+  fi
+  echo "services: PostgreSQL's $1 is not installed; install it with: apt-get install postgresql" >&2
+  exit 1
+}
+
+start_postgres() {
+  up 5432 && return 0
+  local initdb pgctl as=()
+  initdb=$(pg_bin initdb); pgctl=$(pg_bin pg_ctl)
+  mkdir -p "$DATA"
+  if [ "$(id -u)" = 0 ]; then # PostgreSQL refuses to run as root
+    id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
+    as=(runuser -u postgres --)
+  fi
+  if [ ! -s "$DATA/postgres/PG_VERSION" ]; then
+    mkdir -p "$DATA/postgres"
+    [ "$(id -u)" = 0 ] && chown postgres "$DATA/postgres"
+    "${as[@]}" "$initdb" -D "$DATA/postgres" -U postgres --auth=trust >/dev/null
+  fi
+  touch "$DATA/postgres.log"; [ "$(id -u)" = 0 ] && chown postgres "$DATA/postgres.log"
+  "${as[@]}" "$pgctl" -D "$DATA/postgres" -l "$DATA/postgres.log" -w \
+    -o "-c listen_addresses=127.0.0.1 -c port=5432 -c unix_socket_directories=$DATA/postgres -c max_connections=300" start >/dev/null
+  wait_up 5432 postgres
+}
+
+start_redis() {
+  up 6379 && return 0
+  need redis-server redis-server
+  mkdir -p "$DATA/redis"
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+    --dir "$DATA/redis" --pidfile "$DATA/redis/redis.pid" --logfile "$DATA/redis.log"
+  wait_up 6379 redis
+}
+
+start_nats() {
+  up 4222 && return 0
+  need nats-server nats-server
+  mkdir -p "$DATA/nats"
+  nohup setsid nats-server -a 127.0.0.1 -p 4222 -js -sd "$DATA/nats" -P "$DATA/nats/nats.pid" \
+    >"$DATA/nats.log" 2>&1 &
+  wait_up 4222 nats
+}
+
+start_postgres
+start_redis
+start_nats
+echo "services: PostgreSQL 127.0.0.1:5432, Redis 127.0.0.1:6379 and NATS 127.0.0.1:4222 are up"

@@ -1,0 +1,49 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// Backend is the backend process's settings.
+type Backend struct {
+	Addr              string        `env:"VG_BACKEND_ADDR" envDefault:"127.0.0.1:8080"`
+	DatabaseURL       string        `env:"VG_DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/vouchergate?sslmode=disable"`
+	RedisURL          string        `env:"VG_REDIS_URL" envDefault:"redis://127.0.0.1:6379/0"`
+	RedisClusterAddrs []string      `env:"VG_REDIS_CLUSTER_ADDRS" envSeparator:","`
+	RedisPrefix       string        `env:"VG_REDIS_PREFIX" envDefault:"vg:"`
+	RedisTimeout      time.Duration `env:"VG_REDIS_TIMEOUT" envDefault:"300ms"`
+	NATSURL           string        `env:"VG_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
+	NATSPrefix        string        `env:"VG_NATS_PREFIX" envDefault:"vouchergate"`
+	AdminToken        string        `env:"VG_ADMIN_TOKEN"`
+	HoldTTL           time.Duration `env:"VG_HOLD_TTL" envDefault:"15m"`
+	DBTimeout         time.Duration `env:"VG_DB_TIMEOUT" envDefault:"2s"`
+	InFlightWait      time.Duration `env:"VG_INFLIGHT_WAIT" envDefault:"1s"`
+	MaxBodyBytes      int           `env:"VG_MAX_BODY_BYTES" envDefault:"8192"`
+	SoldOutEvery      time.Duration `env:"VG_SOLDOUT_EVERY" envDefault:"250ms"`
+	DemoVoucher       string        `env:"VG_DEMO_VOUCHER"`
+}
+
+// LoadBackend reads the backend's settings and checks them.
+func LoadBackend() (Backend, error) {
+	var c Backend
+	if err := Load(&c); err != nil {
+		return c, err
+	}
+	return c, c.Check()
+}
+
+// Check reports the first setting that cannot work, naming its variable.
+func (c Backend) Check() error {
+	switch {
+	case c.HoldTTL <= 0:
+		return fmt.Errorf("VG_HOLD_TTL is %v; expected a positive duration such as 15m", c.HoldTTL)
+	case c.DBTimeout <= 0:
+		return fmt.Errorf("VG_DB_TIMEOUT is %v; expected a positive duration such as 2s", c.DBTimeout)
+	case c.RedisTimeout <= 0:
+		return fmt.Errorf("VG_REDIS_TIMEOUT is %v; expected a positive duration such as 300ms", c.RedisTimeout)
+	case c.MaxBodyBytes < 256:
+		return fmt.Errorf("VG_MAX_BODY_BYTES is %d; expected at least 256", c.MaxBodyBytes)
+	}
+	return nil
+}

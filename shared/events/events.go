@@ -1,0 +1,72 @@
+// Package events defines what the backend tells every edge over NATS: a voucher's sold-out
+// state, as a plain event on a subject and as the latest value in a JetStream key-value bucket,
+// so an edge that (re)starts reads the current set instead of waiting for the next event.
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Names derives subjects and the bucket name from a prefix, so tests and tenants sharing one
+// NATS server do not hear each other.
+type Names struct {
+	Prefix string // e.g. "vouchergate"; tokens of letters, digits, '-' and '_' joined by '.'
+}
+
+// VoucherState is the subject on which the state of voucher code is published.
+func (n Names) VoucherState(code string) string { return n.Prefix + ".voucher." + code }
+
+// AllVoucherStates is the wildcard subject matching every VoucherState subject.
+func (n Names) AllVoucherStates() string { return n.Prefix + ".voucher.*" }
+
+// StateBucket is the JetStream key-value bucket holding each voucher's latest state, keyed by code.
+func (n Names) StateBucket() string {
+	return strings.NewReplacer(".", "_", "-", "_").Replace(n.Prefix) + "_voucher_state"
+}
+
+// CheckPrefix reports why p cannot be a subject prefix.
+func CheckPrefix(p string) error {
+	if p == "" {
+		return fmt.Errorf("NATS subject prefix is empty")
+	}
+	for _, tok := range strings.Split(p, ".") {
+		if tok == "" {
+			return fmt.Errorf("NATS subject prefix %q has an empty token", p)
+		}
+		for _, c := range tok {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return fmt.Errorf("NATS subject prefix %q: %q is not allowed; use letters, digits, '-', '_' and '.'", p, c)
+			}
+		}
+	}
+	return nil
+}
+
+// VoucherState says whether a voucher is sold out. Sent when the last use goes, when a request
+// finds none left (a few times a second at most), and when a release makes it available again.
+type VoucherState struct {
+	Code    string    `json:"code"`
+	SoldOut bool      `json:"soldOut"`
+	At      time.Time `json:"at"`
+	// Holders holds every orderId that held a use when the backend read them from Redis, at or
+	// after the sell-out, so orders still being written are in it. Set when SoldOut.
+	Holders *HolderFilter `json:"holders,omitempty"`
+}
+
+// Encode returns the JSON payload of s.
+func (s VoucherState) Encode() ([]byte, error) { return json.Marshal(s) }
+
+// DecodeVoucherState parses a payload written by Encode.
+func DecodeVoucherState(b []byte) (VoucherState, error) {
+	var s VoucherState
+	if err := json.Unmarshal(b, &s); err != nil {
+		return VoucherState{}, fmt.Errorf("decode voucher state: %w", err)
+	}
+	if s.SoldOut && s.Holders == nil {
+		return VoucherState{}, fmt.Errorf("decode voucher state %q: sold out without holders", s.Code)
+	}
+	return s, nil
+}

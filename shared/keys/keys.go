@@ -1,0 +1,32 @@
+// Package keys names the Redis keys of vouchergate. All keys of one voucher share the hash tag
+// {CODE}, so a script touching them runs on Redis Cluster.
+package keys
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Voucher names the three keys of a flash voucher's gate.
+type Voucher struct {
+	Remaining string // uses left: an integer
+	Users     string // hash customerId -> active uses
+	Orders    string // hash orderId -> holder ("reservedAtMillis:customerId")
+}
+
+// ForVoucher returns the keys of voucher code under prefix.
+func ForVoucher(prefix, code string) Voucher {
+	base := prefix + "voucher:{" + code + "}:"
+	return Voucher{Remaining: base + "remaining", Users: base + "users", Orders: base + "orders"}
+}
+
+// List returns the keys in the order every voucher script takes them.
+func (v Voucher) List() []string { return []string{v.Remaining, v.Users, v.Orders} }
+
+// CheckPrefix reports why p cannot be a key prefix: a brace would move the hash tag.
+func CheckPrefix(p string) error {
+	if strings.ContainsAny(p, "{}") {
+		return fmt.Errorf("redis key prefix %q must not contain '{' or '}'", p)
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+// Package wire holds what clients, the edge and the backend say to each other over HTTP:
+// request and response bodies, error codes, and the limits on identifiers.
+package wire
+
+// ReserveRequest is the body of POST /vouchers/{code}/reservations.
+type ReserveRequest struct {
+	CustomerID  string `json:"customerId"`
+	OrderID     string `json:"orderId"`
+	OrderAmount *int64 `json:"orderAmount"` // a pointer so that a missing amount is told apart from 0
+}
+
+// ReserveResponse is the body of a 201 to a reservation, and of every retry of it.
+type ReserveResponse struct {
+	OrderID        string `json:"orderId"`
+	DiscountAmount int64  `json:"discountAmount"`
+}
+
+// ReservationStatus is the body of a 200 to confirm and release.
+type ReservationStatus struct {
+	OrderID string `json:"orderId"`
+	Status  string `json:"status"`
+}
+
+// Error is the body of every 4xx and 5xx answer.
+type Error struct {
+	Error   string `json:"error"`
+	Message string `json:"message,omitempty"`
+}
+
+// Error codes, the values of Error.Error.
+const (
+	CodeOutOfStock           = "OUT_OF_STOCK"
+	CodeAlreadyUsed          = "ALREADY_USED"
+	CodeNotEligible          = "NOT_ELIGIBLE"
+	CodeVoucherNotFound      = "VOUCHER_NOT_FOUND"
+	CodeReservationNotFound  = "RESERVATION_NOT_FOUND"
+	CodeReservationReleased  = "RESERVATION_RELEASED"
+	CodeReservationConfirmed = "RESERVATION_CONFIRMED"
+	CodeVoucherExists        = "VOUCHER_EXISTS"
+	CodeBadRequest           = "BAD_REQUEST"
+	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
+	CodeNotFound             = "NOT_FOUND"
+	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
+	CodeUnauthorized         = "UNAUTHORIZED"
+	CodeForbidden            = "FORBIDDEN"
+	CodeUnavailable          = "UNAVAILABLE"
+	CodeInternal             = "INTERNAL"
+)
+
+// Reservation statuses as stored and as answered.
+const (
+	StatusReserved  = "RESERVED"
+	StatusConfirmed = "CONFIRMED"
+	StatusReleased  = "RELEASED"
+)

@@ -1,0 +1,118 @@
+// Package testkit isolates tests that share this machine's PostgreSQL, Redis and NATS, and
+// starts throwaway servers on free 127.0.0.1 ports for fault tests (see servers*.go).
+//
+// Each test gets its own database, Redis key prefix and NATS subject prefix, so packages run
+// in parallel against one set of servers. The shared servers' addresses come from
+// VG_TEST_POSTGRES_URL, VG_TEST_REDIS_URL and VG_TEST_NATS_URL, with this machine's defaults.
+package testkit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+)
+
+// Shared server addresses.
+var (
+	PostgresURL = envOr("VG_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+	RedisURL    = envOr("VG_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+	NATSURL     = envOr("VG_TEST_NATS_URL", "nats://127.0.0.1:4222")
+)
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// Name returns a short random name with the given lead, safe as a database name, a key
+// prefix or a subject token.
+func Name(lead string) string {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return lead + hex.EncodeToString(b)
+}
+
+// Database creates an empty database on the shared PostgreSQL server (or the one at serverURL,
+// if given), drops it when the test ends, and returns its URL.
+func Database(t testing.TB, serverURL ...string) string {
+	t.Helper()
+	admin := PostgresURL
+	if len(serverURL) > 0 {
+		admin = serverURL[0]
+	}
+	name := Name("vgt_")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("testkit: connect to PostgreSQL at %s (is it running?): %v", admin, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("testkit: create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			return // the server may be gone in a fault test; its data dir goes with it
+		}
+		defer conn.Close(ctx)
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	cfg, err := pgx.ParseConfig(admin)
+	if err != nil {
+		t.Fatalf("testkit: parse %s: %v", admin, err)
+	}
+	return replaceDatabase(admin, cfg.Database, name)
+}
+
+func replaceDatabase(url, old, name string) string {
+	base, query, _ := strings.Cut(url, "?")
+	if old != "" && strings.HasSuffix(base, "/"+old) {
+		base = strings.TrimSuffix(base, old) + name
+	} else {
+		base = strings.TrimSuffix(base, "/") + "/" + name
+	}
+	if query != "" {
+		return base + "?" + query
+	}
+	return base
+}
+
+// RedisPrefix returns a fresh key prefix on the shared Redis and deletes its keys when the
+// test ends.
+func RedisPrefix(t testing.TB) string {
+	t.Helper()
+	prefix := Name("t") + ":"
+	t.Cleanup(func() {
+		opts, err := redis.ParseURL(RedisURL)
+		if err != nil {
+			return
+		}
+		rdb := redis.NewClient(opts)
+		defer rdb.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+	})
+	return prefix
+}
+
+// NATSPrefix returns a fresh subject prefix.
+func NATSPrefix() string { return Name("vgt") }
