@@ -1,0 +1,107 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// clusterMasters is the number of masters in a RedisCluster: the fewest redis-cli accepts.
+const clusterMasters = 3
+
+// RedisCluster is a throwaway Redis Cluster of three masters without replicas, on free
+// 127.0.0.1 ports, with no persistence. It lives until the test ends.
+type RedisCluster struct {
+	addrs []string
+}
+
+// StartRedisCluster starts three cluster-enabled redis-server processes, joins them with
+// `redis-cli --cluster create`, and returns once every node reports cluster_state:ok and
+// knows all masters, so a ClusterClient built from Addrs works at once. Every process is
+// killed by PID when the test ends. It fails the test if redis-server or redis-cli is
+// missing or the cluster does not form.
+func StartRedisCluster(t testing.TB) *RedisCluster {
+	t.Helper()
+	server := findBinary(t, "redis-server", "redis-server")
+	cli := findBinary(t, "redis-cli", "redis-tools")
+	// Each node needs a client port and a cluster bus port; the bus port is set explicitly
+	// (cluster-port) rather than left at port+10000, which may be taken or out of range.
+	ports := freePorts(t, 2*clusterMasters)
+	c := &RedisCluster{}
+	for i := range clusterMasters {
+		port, busPort := ports[2*i], ports[2*i+1]
+		dir := t.TempDir()
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		argv := []string{server,
+			"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(busPort),
+			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+			"--cluster-node-timeout", "5000",
+			"--dir", dir, "--save", "", "--appendonly", "no",
+			"--daemonize", "no", "--logfile", "",
+		}
+		p := newProcess(t, "redis cluster node "+addr, nil)
+		if err := p.start(argv, func(ctx context.Context) error { return redisPing(ctx, addr) }); err != nil {
+			t.Fatalf("testkit: %v", err)
+		}
+		c.addrs = append(c.addrs, addr)
+	}
+
+	args := append([]string{"--cluster", "create"}, c.addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("testkit: redis-cli --cluster create %s: %v\n%s", strings.Join(c.addrs, " "), err, out)
+	}
+	for _, addr := range c.addrs {
+		if err := waitClusterOK(ctx, addr); err != nil {
+			t.Fatalf("testkit: redis cluster did not form: %v\nredis-cli said:\n%s", err, out)
+		}
+	}
+	return c
+}
+
+// Addrs returns the masters' host:port addresses, for redis.ClusterOptions.Addrs.
+func (c *RedisCluster) Addrs() []string { return append([]string(nil), c.addrs...) }
+
+// waitClusterOK returns once the node at addr sees every slot served and every master,
+// or ctx ends.
+func waitClusterOK(ctx context.Context, addr string) error {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer rdb.Close()
+	var last string
+	for {
+		info, err := rdb.ClusterInfo(ctx).Result()
+		if err == nil {
+			last = info
+			if strings.Contains(info, "cluster_state:ok") &&
+				strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", clusterMasters)) &&
+				strings.Contains(info, "cluster_slots_ok:16384") {
+				return nil
+			}
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: CLUSTER INFO still says: %s", addr, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// redisPing returns nil once the Redis server at addr answers PING with PONG (not LOADING).
+func redisPing(ctx context.Context, addr string) error {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
+	defer rdb.Close()
+	return rdb.Ping(ctx).Err()
+}

@@ -1,0 +1,56 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestRedisClusterSpreadsKeysAndRunsHashTaggedScripts(t *testing.T) {
+	t.Parallel()
+	cluster := StartRedisCluster(t)
+	if got := len(cluster.Addrs()); got != 3 {
+		t.Fatalf("Addrs() has %d addresses, want 3", got)
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	// Enough keys to land on every master.
+	masters := map[string]bool{}
+	for i := range 30 {
+		key := fmt.Sprintf("key-%d", i)
+		if err := rdb.Set(ctx, key, i, 0).Err(); err != nil {
+			t.Fatalf("SET %s: %v", key, err)
+		}
+		node, err := rdb.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatalf("master for %s: %v", key, err)
+		}
+		masters[node.Options().Addr] = true
+	}
+	if len(masters) != 3 {
+		t.Fatalf("30 keys landed on %d masters, want 3: %v", len(masters), masters)
+	}
+	for i := range 30 {
+		key := fmt.Sprintf("key-%d", i)
+		if got, err := rdb.Get(ctx, key).Int(); err != nil || got != i {
+			t.Fatalf("GET %s = %d, %v; want %d", key, got, err, i)
+		}
+	}
+
+	script := redis.NewScript(`
+		redis.call('SET', KEYS[1], ARGV[1])
+		return redis.call('INCRBY', KEYS[2], ARGV[1])`)
+	keys := []string{"voucher:{FLASH}:remaining", "voucher:{FLASH}:taken"}
+	for want := 5; want <= 10; want += 5 {
+		got, err := script.Run(ctx, rdb, keys, 5).Int()
+		if err != nil || got != want {
+			t.Fatalf("script = %d, %v; want %d", got, err, want)
+		}
+	}
+}
