@@ -169,8 +169,9 @@ func (p *process) spawn(argv []string) (<-chan struct{}, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Own process group: a ^C in the terminal reaches the test binary, whose cleanup kills
-	// the server, instead of killing the server first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: p.cred}
+	// the server, instead of killing the server first. Pdeathsig kills the server if the
+	// test binary dies without running its cleanups (a -timeout panic).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: p.cred}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -261,31 +262,4 @@ func (p *process) logTail() string {
 		b = append([]byte("...\n"), b[len(b)-logTailBytes:]...)
 	}
 	return string(b)
-}
-
-// waitPortClosed returns once nothing accepts connections on 127.0.0.1:port, or fails
-// after timeout.
-func waitPortClosed(port int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
-		if err != nil {
-			return nil
-		}
-		c.Close()
-		if time.Now().After(deadline) {
-			return fmt.Errorf("127.0.0.1:%d still accepts connections after %s", port, timeout)
-		}
-		time.Sleep(pollInterval)
-	}
-}
-
-// dialable reports nil once something accepts TCP connections on addr.
-func dialable(ctx context.Context, addr string) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	return c.Close()
 }
