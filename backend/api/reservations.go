@@ -1,0 +1,76 @@
+package api
+
+import (
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/backend/notify"
+	"vouchergate/backend/voucher"
+	"vouchergate/shared/wire"
+)
+
+func (s *Server) reserve(ctx *fasthttp.RequestCtx, code string) {
+	req, err := decodeReserve(ctx.PostBody())
+	if err != nil {
+		respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, err.Error())
+		return
+	}
+	c, cancel := s.context()
+	defer cancel()
+	r, err := s.vouchers.Reserve(c, voucher.Request{
+		Code: code, CustomerID: req.CustomerID, OrderID: req.OrderID, OrderAmount: *req.OrderAmount,
+	})
+	if err != nil {
+		s.respondOutcome(ctx, err)
+		return
+	}
+	respondJSON(ctx, fasthttp.StatusCreated, wire.ReserveResponse{OrderID: r.OrderID, DiscountAmount: r.DiscountAmount})
+}
+
+func (s *Server) confirm(ctx *fasthttp.RequestCtx, code, orderID string) {
+	if !checkOrderID(ctx, orderID) {
+		return
+	}
+	c, cancel := s.context()
+	defer cancel()
+	r, err := s.vouchers.Confirm(c, code, orderID)
+	if err != nil {
+		s.respondOutcome(ctx, err)
+		return
+	}
+	respondJSON(ctx, fasthttp.StatusOK, wire.ReservationStatus{OrderID: r.OrderID, Status: r.Status})
+}
+
+func (s *Server) release(ctx *fasthttp.RequestCtx, code, orderID string) {
+	if !checkOrderID(ctx, orderID) {
+		return
+	}
+	c, cancel := s.context()
+	defer cancel()
+	r, err := s.vouchers.Release(c, code, orderID)
+	if err != nil {
+		s.respondOutcome(ctx, err)
+		return
+	}
+	respondJSON(ctx, fasthttp.StatusOK, wire.ReservationStatus{OrderID: r.OrderID, Status: r.Status})
+}
+
+// state answers the voucher's sold-out state with its holders, for an edge that learned of a
+// sell-out from a passing 409 while NATS was away.
+func (s *Server) state(ctx *fasthttp.RequestCtx, code string) {
+	c, cancel := s.context()
+	defer cancel()
+	st, err := notify.State(c, s.opts.State, code)
+	if err != nil {
+		s.respondOutcome(ctx, err)
+		return
+	}
+	respondJSON(ctx, fasthttp.StatusOK, st)
+}
+
+func checkOrderID(ctx *fasthttp.RequestCtx, orderID string) bool {
+	if err := wire.CheckID("orderId", orderID, wire.MaxOrderIDLen); err != nil {
+		respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, err.Error())
+		return false
+	}
+	return true
+}

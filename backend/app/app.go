@@ -1,0 +1,160 @@
+// Package app builds the backend from its settings: database (migrated), Redis, NATS, the
+// services and the HTTP server. main and the tests both start the backend through it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/redis/go-redis/v9"
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/backend/api"
+	"vouchergate/backend/gate"
+	"vouchergate/backend/notify"
+	"vouchergate/backend/store"
+	"vouchergate/backend/voucher"
+	"vouchergate/shared/config"
+	"vouchergate/shared/events"
+	"vouchergate/shared/keys"
+)
+
+// App is a running backend's parts. Close releases them.
+type App struct {
+	Config   config.Backend
+	Pool     *pgxpool.Pool
+	Redis    redis.UniversalClient
+	NATS     *nats.Conn
+	Vouchers *voucher.Service
+	Store    *store.Store
+	Gate     *gate.Gate
+
+	notifier *notify.Notifier
+	http     *fasthttp.Server
+	log      *slog.Logger
+}
+
+// Option changes how New builds the app (tests inject a clock).
+type Option func(*voucher.Config)
+
+// WithClock makes the services tell time from clock.
+func WithClock(clock voucher.Clock) Option { return func(c *voucher.Config) { c.Clock = clock } }
+
+// New connects to the stores, applies migrations and builds the server. It fails if the
+// database cannot be reached; Redis and NATS may come later.
+func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) {
+	if err := keys.CheckPrefix(cfg.RedisPrefix); err != nil {
+		return nil, fmt.Errorf("VG_REDIS_PREFIX: %w", err)
+	}
+	if err := events.CheckPrefix(cfg.NATSPrefix); err != nil {
+		return nil, fmt.Errorf("VG_NATS_PREFIX: %w", err)
+	}
+	a := &App{Config: cfg, log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	ok := false
+	defer func() {
+		if !ok {
+			a.Close()
+		}
+	}()
+
+	var err error
+	if a.Pool, err = store.Open(ctx, cfg.DatabaseURL, 0); err != nil {
+		return nil, err
+	}
+	if err := store.Migrate(ctx, a.Pool); err != nil {
+		return nil, fmt.Errorf("start backend: %w", err)
+	}
+	if a.Redis, err = openRedis(cfg); err != nil {
+		return nil, err
+	}
+	if a.NATS, err = openNATS(cfg, a); err != nil {
+		return nil, err
+	}
+	a.Store = store.New(a.Pool)
+	a.Gate = gate.New(a.Redis, cfg.RedisPrefix)
+	if a.notifier, err = notify.New(a.NATS, events.Names{Prefix: cfg.NATSPrefix}, a.Gate, cfg.SoldOutEvery, a.log); err != nil {
+		return nil, err
+	}
+	vcfg := voucher.Config{HoldTTL: cfg.HoldTTL, DBTimeout: cfg.DBTimeout, InFlightWait: cfg.InFlightWait, Log: a.log}
+	for _, o := range opts {
+		o(&vcfg)
+	}
+	a.Vouchers = voucher.NewService(a.Store, a.Gate, a.notifier, vcfg)
+	server := api.New(a.Vouchers, api.Options{AdminToken: cfg.AdminToken, State: a.Gate, Log: a.log})
+	a.http = server.HTTPServer(cfg.MaxBodyBytes)
+	ok = true
+	return a, nil
+}
+
+func openRedis(cfg config.Backend) (redis.UniversalClient, error) {
+	// No automatic retries: a script retried after a timeout may run twice, and a dead Redis
+	// must give a quick 503, not a pile-up.
+	if len(cfg.RedisClusterAddrs) > 0 {
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: cfg.RedisClusterAddrs, DialTimeout: cfg.RedisTimeout, ReadTimeout: cfg.RedisTimeout,
+			WriteTimeout: cfg.RedisTimeout, PoolTimeout: cfg.RedisTimeout, MaxRetries: -1,
+		}), nil
+	}
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("VG_REDIS_URL is invalid; expected redis://host:port/db: %w", err)
+	}
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout
+	opts.MaxRetries = -1
+	return redis.NewClient(opts), nil
+}
+
+func openNATS(cfg config.Backend, a *App) (*nats.Conn, error) {
+	nc, err := nats.Connect(cfg.NATSURL,
+		nats.Name("vouchergate-backend"),
+		nats.RetryOnFailedConnect(true), // start without NATS; edges resync when it comes
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			if a.notifier != nil {
+				a.notifier.Resync()
+			}
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("VG_NATS_URL=%s: connect: %w", cfg.NATSURL, err)
+	}
+	return nc, nil
+}
+
+// Serve answers HTTP on ln until Close.
+func (a *App) Serve(ln net.Listener) error { return a.http.Serve(ln) }
+
+// ListenAndServe answers HTTP on the configured address until Close.
+func (a *App) ListenAndServe() error {
+	a.log.Info("backend listening", "addr", a.Config.Addr)
+	return a.http.ListenAndServe(a.Config.Addr)
+}
+
+// Close stops serving and closes every connection.
+func (a *App) Close() error {
+	var errs []error
+	if a.http != nil {
+		errs = append(errs, a.http.Shutdown())
+	}
+	if a.notifier != nil {
+		a.notifier.Close()
+	}
+	if a.NATS != nil {
+		a.NATS.Close()
+	}
+	if a.Redis != nil {
+		errs = append(errs, a.Redis.Close())
+	}
+	if a.Pool != nil {
+		a.Pool.Close()
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,132 @@
+package backendtest
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"vouchergate/shared/keys"
+)
+
+// CheckInvariants reads PostgreSQL and (for a flash voucher) Redis and fails the test unless
+// D1–D4 and R1–R2 hold. granted lists the orderIds the API answered 201 for (D4).
+func (b *Backend) CheckInvariants(t testing.TB, code string, granted []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool := b.App.Pool
+
+	var used, total, perUser, active int
+	var flash bool
+	err := pool.QueryRow(ctx, `SELECT v.used_count, v.total_limit, v.per_user_limit, v.flash_sale,
+		(SELECT count(*) FROM redemptions r WHERE r.voucher_code = v.code AND r.status IN ('RESERVED', 'CONFIRMED'))
+		FROM vouchers v WHERE v.code = $1`, code).Scan(&used, &total, &perUser, &flash, &active)
+	if err != nil {
+		t.Fatalf("invariants %s: read voucher: %v", code, err)
+	}
+	if used != active || used > total {
+		t.Errorf("D1 %s: used_count %d, active redemptions %d, total_limit %d", code, used, active, total)
+	}
+
+	var over int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT customer_id FROM redemptions
+		WHERE voucher_code = $1 AND status IN ('RESERVED', 'CONFIRMED')
+		GROUP BY customer_id HAVING count(*) > $2) x`, code, perUser).Scan(&over); err != nil {
+		t.Fatalf("invariants %s: count customers: %v", code, err)
+	}
+	if over != 0 {
+		t.Errorf("D2 %s: %d customers above per_user_limit %d", code, over, perUser)
+	}
+
+	var rows, orders int
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT order_id) FROM redemptions`).Scan(&rows, &orders); err != nil {
+		t.Fatalf("invariants: count orders: %v", err)
+	}
+	if rows != orders {
+		t.Errorf("D3: %d redemptions for %d orderIds", rows, orders)
+	}
+
+	if len(granted) > 0 {
+		var backed int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM redemptions WHERE order_id = ANY($1)
+			AND status IN ('RESERVED', 'CONFIRMED')`, granted).Scan(&backed); err != nil {
+			t.Fatalf("invariants %s: count granted: %v", code, err)
+		}
+		if backed != len(distinct(granted)) {
+			t.Errorf("D4 %s: %d orders answered 201, %d backed by an active row", code, len(distinct(granted)), backed)
+		}
+	}
+	if flash {
+		b.CheckRedis(t, code)
+	}
+}
+
+// CheckRedis fails the test unless R1 and R2 hold for a loaded flash voucher.
+func (b *Backend) CheckRedis(t testing.TB, code string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	k := keys.ForVoucher(b.Config.RedisPrefix, code)
+	rdb := b.App.Redis
+	remaining, err := rdb.Get(ctx, k.Remaining).Int()
+	if err != nil {
+		t.Fatalf("R1 %s: read remaining: %v", code, err)
+	}
+	holders, err := rdb.HGetAll(ctx, k.Orders).Result()
+	if err != nil {
+		t.Fatalf("R1 %s: read orders: %v", code, err)
+	}
+	users, err := rdb.HGetAll(ctx, k.Users).Result()
+	if err != nil {
+		t.Fatalf("R1 %s: read users: %v", code, err)
+	}
+	var total int
+	if err := b.App.Pool.QueryRow(ctx, `SELECT total_limit FROM vouchers WHERE code = $1`, code).Scan(&total); err != nil {
+		t.Fatalf("R1 %s: %v", code, err)
+	}
+	if remaining+len(holders) != total || remaining < 0 {
+		t.Errorf("R1 %s: remaining %d + orders %d != total_limit %d", code, remaining, len(holders), total)
+	}
+	perCustomer := map[string]int{}
+	for _, h := range holders {
+		for i := 0; i < len(h); i++ {
+			if h[i] == ':' {
+				perCustomer[h[i+1:]]++
+				break
+			}
+		}
+	}
+	if len(perCustomer) != len(users) {
+		t.Errorf("R1 %s: users has %d customers, orders %d", code, len(users), len(perCustomer))
+	}
+	for c, n := range perCustomer {
+		if users[c] != strconv.Itoa(n) {
+			t.Errorf("R1 %s: customer %s holds %d orders, users says %q", code, c, n, users[c])
+		}
+	}
+
+	rows, err := b.App.Pool.Query(ctx, `SELECT order_id FROM redemptions WHERE voucher_code = $1
+		AND status IN ('RESERVED', 'CONFIRMED')`, code)
+	if err != nil {
+		t.Fatalf("R2 %s: %v", code, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatalf("R2 %s: %v", code, err)
+		}
+		if _, ok := holders[id]; !ok {
+			t.Errorf("R2 %s: active order %s is not in redis", code, id)
+		}
+	}
+}
+
+func distinct(ids []string) map[string]bool {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}

@@ -1,0 +1,155 @@
+// Package gate is the flash-sale admission in Redis: each call is one Lua script (lua/), one
+// round trip, atomic, on the hash-tagged keys of one voucher, so it also runs on Redis Cluster.
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"vouchergate/backend/voucher"
+	"vouchergate/lua"
+	"vouchergate/shared/keys"
+)
+
+// Gate implements voucher.Gate. It is safe for concurrent use.
+type Gate struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+// New returns a gate on rdb whose keys start with prefix.
+func New(rdb redis.UniversalClient, prefix string) *Gate { return &Gate{rdb: rdb, prefix: prefix} }
+
+func (g *Gate) keys(code string) keys.Voucher { return keys.ForVoucher(g.prefix, code) }
+
+// formatHolder is the orders hash value: "reservedAtMillis:customerId".
+func formatHolder(h voucher.Holder) string {
+	return strconv.FormatInt(h.ReservedAt.UnixMilli(), 10) + ":" + h.CustomerID
+}
+
+func parseHolder(s string) (voucher.Holder, error) {
+	ms, customer, ok := strings.Cut(s, ":")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil {
+		return voucher.Holder{}, fmt.Errorf("malformed holder %q", s)
+	}
+	return voucher.Holder{CustomerID: customer, ReservedAt: time.UnixMilli(n)}, nil
+}
+
+// Reserve runs reserve.lua.
+func (g *Gate) Reserve(ctx context.Context, v voucher.Voucher, orderID string, h voucher.Holder) (voucher.GateResult, error) {
+	k := g.keys(v.Code)
+	res, err := lua.Reserve.Run(ctx, g.rdb, []string{k.Remaining, k.Users, k.Orders},
+		h.CustomerID, v.PerUserLimit, orderID, formatHolder(h)).Slice()
+	if err != nil {
+		return voucher.GateResult{}, fmt.Errorf("gate reserve %s: %w", v.Code, err)
+	}
+	outcome, detail, err := pair(res)
+	if err != nil {
+		return voucher.GateResult{}, fmt.Errorf("gate reserve %s: %w", v.Code, err)
+	}
+	r := voucher.GateResult{Outcome: voucher.GateOutcome(outcome)}
+	switch r.Outcome {
+	case voucher.GateReserved:
+		r.Remaining, _ = detail.(int64)
+	case voucher.GateHeld:
+		s, _ := detail.(string)
+		if r.Holder, err = parseHolder(s); err != nil {
+			return voucher.GateResult{}, fmt.Errorf("gate reserve %s: order %s: %w", v.Code, orderID, err)
+		}
+	}
+	return r, nil
+}
+
+// Release runs release.lua.
+func (g *Gate) Release(ctx context.Context, code, orderID string, expect *voucher.Holder) (bool, int64, error) {
+	k := g.keys(code)
+	want := ""
+	if expect != nil {
+		want = formatHolder(*expect)
+	}
+	res, err := lua.Release.Run(ctx, g.rdb, k.List(), orderID, want).Slice()
+	if err != nil {
+		return false, 0, fmt.Errorf("gate release %s/%s: %w", code, orderID, err)
+	}
+	status, detail, err := pair(res)
+	if err != nil {
+		return false, 0, fmt.Errorf("gate release %s/%s: %w", code, orderID, err)
+	}
+	remaining, _ := detail.(int64)
+	return status == 1, remaining, nil
+}
+
+// Load runs load.lua with the voucher's active redemptions.
+func (g *Gate) Load(ctx context.Context, v voucher.Voucher, active []voucher.Redemption) (int64, error) {
+	args := make([]any, 0, 1+3*len(active))
+	args = append(args, v.TotalLimit)
+	for _, r := range active {
+		args = append(args, r.OrderID, formatHolder(voucher.Holder{CustomerID: r.CustomerID, ReservedAt: r.ReservedAt}), r.CustomerID)
+	}
+	res, err := lua.Load.Run(ctx, g.rdb, g.keys(v.Code).List(), args...).Slice()
+	if err != nil {
+		return 0, fmt.Errorf("gate load %s: %w", v.Code, err)
+	}
+	_, detail, err := pair(res)
+	if err != nil {
+		return 0, fmt.Errorf("gate load %s: %w", v.Code, err)
+	}
+	remaining, _ := detail.(int64)
+	return remaining, nil
+}
+
+// Holding returns the holder of orderID.
+func (g *Gate) Holding(ctx context.Context, code, orderID string) (voucher.Holder, bool, error) {
+	s, err := g.rdb.HGet(ctx, g.keys(code).Orders, orderID).Result()
+	if errors.Is(err, redis.Nil) {
+		return voucher.Holder{}, false, nil
+	}
+	if err != nil {
+		return voucher.Holder{}, false, fmt.Errorf("gate holding %s/%s: %w", code, orderID, err)
+	}
+	h, err := parseHolder(s)
+	if err != nil {
+		return voucher.Holder{}, false, fmt.Errorf("gate holding %s/%s: %w", code, orderID, err)
+	}
+	return h, true, nil
+}
+
+// Remaining returns the uses left and whether the voucher is loaded.
+func (g *Gate) Remaining(ctx context.Context, code string) (int64, bool, error) {
+	n, err := g.rdb.Get(ctx, g.keys(code).Remaining).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("gate remaining %s: %w", code, err)
+	}
+	return n, true, nil
+}
+
+// Orders lists the orderIds holding a use.
+func (g *Gate) Orders(ctx context.Context, code string) ([]string, error) {
+	ids, err := g.rdb.HKeys(ctx, g.keys(code).Orders).Result()
+	if err != nil {
+		return nil, fmt.Errorf("gate orders %s: %w", code, err)
+	}
+	return ids, nil
+}
+
+// pair reads a script's {status, detail} reply.
+func pair(res []any) (int64, any, error) {
+	if len(res) != 2 {
+		return 0, nil, fmt.Errorf("script replied %v; expected {status, detail}", res)
+	}
+	status, ok := res[0].(int64)
+	if !ok {
+		return 0, nil, fmt.Errorf("script replied status %v; expected an integer", res[0])
+	}
+	return status, res[1], nil
+}

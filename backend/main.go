@@ -1,0 +1,48 @@
+// Command backend reserves, confirms and releases voucher uses. Settings come from VG_*
+// variables (see configs/backend.yaml).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"vouchergate/backend/app"
+	"vouchergate/shared/config"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "backend:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg, err := config.LoadBackend()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := app.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if cfg.DemoVoucher != "" {
+		if err := a.CreateDemo(ctx, cfg.DemoVoucher); err != nil {
+			return fmt.Errorf("create demo voucher %s: %w", cfg.DemoVoucher, err)
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- a.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}

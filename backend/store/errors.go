@@ -1,0 +1,30 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"vouchergate/backend/voucher"
+)
+
+const uniqueViolation = "23505"
+
+func isUnique(err error, constraint string) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == uniqueViolation && (constraint == "" || pg.ConstraintName == constraint)
+}
+
+// failed wraps an infrastructure error with what was being done, marking it
+// voucher.ErrNotWritten when nothing can have been committed: the server refused a statement
+// (the transaction is rolled back), or the request never left (no connection).
+func failed(err error, format string, args ...any) error {
+	what := fmt.Sprintf(format, args...)
+	var pg *pgconn.PgError
+	var conn *pgconn.ConnectError
+	if errors.As(err, &pg) || errors.As(err, &conn) || pgconn.SafeToRetry(err) {
+		return fmt.Errorf("%s: %w: %w", what, voucher.ErrNotWritten, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

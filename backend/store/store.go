@@ -1,0 +1,71 @@
+// Package store keeps vouchers and redemptions in PostgreSQL, the source of truth. Its
+// statements are guarded so the database alone refuses over-allocation.
+//
+// Lock order: a transaction that locks a voucher row and redemption rows locks the voucher row
+// first (reserve: the guarded UPDATE; release and expiry: SELECT … FOR NO KEY UPDATE). Confirm
+// locks only its redemption row.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"vouchergate/migrations"
+)
+
+// Store implements voucher.Store on a pgx pool.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// New returns a store on pool.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Pool returns the pool, for jobs and tests that read the tables directly.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Open connects a pool to url; maxConns 0 keeps pgx's default.
+func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("VG_DATABASE_URL is invalid; expected postgres://user@host:port/db: %w", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database pool: %w", err)
+	}
+	return pool, nil
+}
+
+// Migrate applies the embedded migrations. goose holds a PostgreSQL advisory lock for the
+// session, so backends starting at once apply each migration once.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	return migrate(ctx, db, migrations.FS)
+}
+
+func migrate(ctx context.Context, db *sql.DB, fsys fs.FS) error {
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return fmt.Errorf("migrate: create lock: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: apply: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package voucher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// pollEvery is how often a retry looks for its first attempt's outcome.
+const pollEvery = 10 * time.Millisecond
+
+// reserveFlash is the flash voucher's path: the Redis gate decides in one round trip, and only
+// its winners write the database, synchronously, before the answer.
+func (s *Service) reserveFlash(ctx context.Context, v Voucher, h Hold) (Redemption, error) {
+	if s.gate == nil {
+		return Redemption{}, fmt.Errorf("reserve %s: no redis gate: %w", v.Code, ErrUnavailable)
+	}
+	holder := Holder{CustomerID: h.CustomerID, ReservedAt: h.ReservedAt}
+	waitUntil := time.Now().Add(s.cfg.InFlightWait)
+	loaded := false
+	for {
+		res, err := s.gate.Reserve(ctx, v, h.OrderID, holder)
+		if err != nil {
+			return Redemption{}, s.unavailable(err, "reserve %s: redis gate", v.Code)
+		}
+		switch res.Outcome {
+		case GateReserved:
+			if res.Remaining == 0 {
+				s.notify.SoldOut(v.Code)
+			}
+			return s.writeWinner(ctx, v, h, holder)
+		case GateOutOfStock:
+			s.notify.SoldOut(v.Code)
+			return Redemption{}, ErrOutOfStock
+		case GateAtLimit:
+			return Redemption{}, ErrAlreadyUsed
+		case GateNotLoaded:
+			if loaded {
+				return Redemption{}, fmt.Errorf("reserve %s: voucher still not in redis after loading: %w", v.Code, ErrUnavailable)
+			}
+			loaded = true
+			if err := s.Warm(ctx, v.Code); err != nil {
+				return Redemption{}, s.unavailable(err, "reserve %s", v.Code)
+			}
+		case GateHeld:
+			if res.Holder.Same(holder) {
+				// our own take, answered to an earlier try of this same call
+				return s.writeWinner(ctx, v, h, holder)
+			}
+			if res.Holder.CustomerID != h.CustomerID {
+				return Redemption{}, fmt.Errorf("order %s belongs to another customer: %w", h.OrderID, ErrAlreadyUsed)
+			}
+			r, again, err := s.awaitFirstAttempt(ctx, h, res.Holder, waitUntil)
+			if !again {
+				return r, err
+			}
+		default:
+			return Redemption{}, fmt.Errorf("reserve %s: redis gate answered %d: %w", v.Code, res.Outcome, ErrUnavailable)
+		}
+	}
+}
+
+// awaitFirstAttempt handles a retry whose order holds a use in Redis: it answers 201 only from a
+// committed row (D4), so it waits until the row appears (answer it) or the first attempt gives
+// the use back (again: take a use anew), and answers ErrUnavailable if neither happens in time.
+// A hold older than a database write can take belongs to no live attempt: it is the
+// reconciler's to release, so there is nothing to wait for.
+func (s *Service) awaitFirstAttempt(ctx context.Context, h Hold, first Holder, until time.Time) (r Redemption, again bool, err error) {
+	stale := s.cfg.Clock.Now().Sub(first.ReservedAt) > 2*s.cfg.DBTimeout
+	for {
+		r, err := s.store.Redemption(ctx, h.OrderID)
+		if err == nil {
+			r, err := answerRetry(h.request(), r)
+			return r, false, err
+		}
+		if !errors.Is(err, ErrReservationNotFound) {
+			return Redemption{}, false, s.unavailable(err, "reserve %s: look up order in flight", h.VoucherCode)
+		}
+		_, held, err := s.gate.Holding(ctx, h.VoucherCode, h.OrderID)
+		switch {
+		case err != nil:
+			return Redemption{}, false, s.unavailable(err, "reserve %s: look up order in redis", h.VoucherCode)
+		case !held:
+			return Redemption{}, true, nil
+		case stale || time.Now().After(until):
+			return Redemption{}, false, fmt.Errorf("reserve %s: order %s is held in redis but not written: %w",
+				h.VoucherCode, h.OrderID, ErrUnavailable)
+		}
+		select {
+		case <-ctx.Done():
+			return Redemption{}, false, fmt.Errorf("reserve %s: %w: %w", h.VoucherCode, ErrUnavailable, ctx.Err())
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// writeWinner writes the redemption of an order the gate admitted, and gives the use back to
+// the gate when, and only when, the database certainly did not take it.
+func (s *Service) writeWinner(ctx context.Context, v Voucher, h Hold, holder Holder) (Redemption, error) {
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.DBTimeout)
+	defer cancel()
+	r, err := s.store.Reserve(wctx, h, h.ReservedAt)
+	switch {
+	case err == nil:
+		return r, nil
+	case errors.Is(err, ErrOrderExists):
+		existing, rerr := s.readBack(h.OrderID)
+		if rerr != nil {
+			return Redemption{}, s.unavailable(rerr, "reserve %s: read existing order", v.Code)
+		}
+		if existing.Active() && existing.VoucherCode == v.Code && existing.CustomerID == h.CustomerID {
+			return existing, nil // Redis had lost the order; its entry is right again
+		}
+		s.compensate(v.Code, h.OrderID, holder)
+		return answerRetry(h.request(), existing)
+	case isDomain(err):
+		s.compensate(v.Code, h.OrderID, holder)
+		return Redemption{}, err
+	case errors.Is(err, ErrNotWritten):
+		s.compensate(v.Code, h.OrderID, holder)
+		return Redemption{}, s.unavailable(err, "reserve %s: write redemption", v.Code)
+	}
+	// The commit's outcome is unknown. Answer from the row if it is there; otherwise leave the
+	// use held in Redis (under-allocation) for the reconciler, which decides once the
+	// database can tell.
+	if existing, rerr := s.readBack(h.OrderID); rerr == nil {
+		if existing.Active() && existing.VoucherCode == v.Code && existing.CustomerID == h.CustomerID {
+			return existing, nil
+		}
+	}
+	s.cfg.Log.Warn("reservation write outcome unknown; use left held in redis for the reconciler",
+		"code", v.Code, "order", h.OrderID, "err", err)
+	return Redemption{}, s.unavailable(err, "reserve %s: write redemption", v.Code)
+}
+
+// readBack reads an order's redemption with its own deadline, after the request's may be spent.
+func (s *Service) readBack(orderID string) (Redemption, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DBTimeout)
+	defer cancel()
+	return s.store.Redemption(ctx, orderID)
+}
+
+// compensate gives back the use this attempt took in the gate. If Redis cannot be reached the
+// use stays held (under-allocation) until the reconciler releases it.
+func (s *Service) compensate(code, orderID string, holder Holder) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DBTimeout)
+	defer cancel()
+	released, remaining, err := s.gate.Release(ctx, code, orderID, &holder)
+	if err != nil {
+		s.cfg.Log.Warn("compensating release failed; use left held in redis for the reconciler",
+			"code", code, "order", orderID, "err", err)
+		return
+	}
+	if released && remaining == 1 {
+		s.notify.BackInStock(code)
+	}
+}

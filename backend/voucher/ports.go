@@ -1,0 +1,89 @@
+package voucher
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the source of truth. Implementations MUST be safe for concurrent use and MUST keep
+// the invariants by themselves (used_count within total_limit and equal to the active
+// redemptions, one redemption per orderId, per_user_limit per customer), whatever the caller.
+type Store interface {
+	CreateVoucher(ctx context.Context, v Voucher) error
+	// Voucher returns ErrVoucherNotFound when no voucher has code.
+	Voucher(ctx context.Context, code string) (Voucher, error)
+	Stats(ctx context.Context, code string) (Stats, error)
+	// Redemption returns ErrReservationNotFound when the orderId has no redemption.
+	Redemption(ctx context.Context, orderID string) (Redemption, error)
+	// Reserve takes one use for h in one transaction at now, or returns ErrOutOfStock,
+	// ErrNotEligible (closed at now), ErrAlreadyUsed (customer at limit), ErrOrderExists, or
+	// an infrastructure error (wrapping ErrNotWritten when certainly nothing was committed).
+	Reserve(ctx context.Context, h Hold, now time.Time) (Redemption, error)
+	// Confirm confirms a RESERVED redemption; confirming a CONFIRMED one returns it unchanged.
+	// It returns ErrReleased, ErrReservationNotFound or ErrVoucherNotFound.
+	Confirm(ctx context.Context, code, orderID string, now time.Time) (Redemption, error)
+	// Release releases a RESERVED redemption and gives its use back in the same transaction;
+	// released is false when it was released before. It returns ErrConfirmed,
+	// ErrReservationNotFound or ErrVoucherNotFound.
+	Release(ctx context.Context, code, orderID string, now time.Time) (r Redemption, released bool, err error)
+	// ActiveRedemptions lists the voucher's RESERVED and CONFIRMED redemptions.
+	ActiveRedemptions(ctx context.Context, code string) ([]Redemption, error)
+}
+
+// GateOutcome is what the Redis gate decided for a reservation.
+type GateOutcome int
+
+// Gate outcomes, as reserve.lua returns them.
+const (
+	GateReserved   GateOutcome = 1
+	GateHeld       GateOutcome = 0  // the order already holds a use
+	GateOutOfStock GateOutcome = -1 // no use left
+	GateAtLimit    GateOutcome = -2 // the customer holds per_user_limit uses
+	GateNotLoaded  GateOutcome = -3 // the voucher is not in Redis
+)
+
+// GateResult is the gate's answer: for GateReserved the uses left after the take, for
+// GateHeld the holder the order was stored with.
+type GateResult struct {
+	Outcome   GateOutcome
+	Remaining int64
+	Holder    Holder
+}
+
+// Holder says which customer's order holds a use in the gate, since when.
+type Holder struct {
+	CustomerID string
+	ReservedAt time.Time
+}
+
+// Same reports whether h and o are the same holder, at the gate's millisecond precision.
+func (h Holder) Same(o Holder) bool {
+	return h.CustomerID == o.CustomerID && h.ReservedAt.UnixMilli() == o.ReservedAt.UnixMilli()
+}
+
+// Gate is the flash-sale admission in Redis: each call is atomic, one round trip.
+// Implementations MUST be safe for concurrent use. Every method returns an error when Redis
+// does not answer within the gate's timeout; none blocks longer.
+type Gate interface {
+	Reserve(ctx context.Context, v Voucher, orderID string, h Holder) (GateResult, error)
+	// Release gives back the use orderID holds, if it holds one and (when expect is not nil)
+	// it is held by *expect; remaining is the uses left after it (-1 if not loaded).
+	Release(ctx context.Context, code, orderID string, expect *Holder) (released bool, remaining int64, err error)
+	// Load loads the voucher from its active redemptions unless it is loaded; loading twice
+	// never adds uses.
+	Load(ctx context.Context, v Voucher, active []Redemption) (remaining int64, err error)
+	// Holding returns the holder of orderID, if any.
+	Holding(ctx context.Context, code, orderID string) (Holder, bool, error)
+	// Remaining returns the uses left, and false if the voucher is not loaded.
+	Remaining(ctx context.Context, code string) (int64, bool, error)
+	// Orders lists the orderIds holding a use.
+	Orders(ctx context.Context, code string) ([]string, error)
+}
+
+// Notifier tells the edges about sold-out state. Calls never block on the network.
+type Notifier interface {
+	// SoldOut says the last use of code went or a request found none left.
+	SoldOut(code string)
+	// BackInStock says a release made a use of code available again.
+	BackInStock(code string)
+}

@@ -1,0 +1,113 @@
+package voucher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"vouchergate/shared/wire"
+)
+
+// Request is a reservation as the client asked for it.
+type Request struct {
+	Code        string
+	CustomerID  string
+	OrderID     string
+	OrderAmount int64
+}
+
+// Reserve takes one use of the voucher for the order, or answers a retry of the same order as
+// it was answered before. It never takes a second use for an orderId.
+func (s *Service) Reserve(ctx context.Context, req Request) (Redemption, error) {
+	v, err := s.voucher(ctx, req.Code)
+	if err != nil {
+		return Redemption{}, s.unavailable(err, "reserve %s: read voucher", req.Code)
+	}
+	now := s.cfg.Clock.Now()
+	if !v.Open(now) || req.OrderAmount < v.MinOrderAmount {
+		// A granted order keeps its answer after the voucher ended. Before the start no order
+		// can exist, so the crowd waiting for the opening costs no lookup.
+		if !now.Before(v.StartsAt) {
+			if r, err := s.store.Redemption(ctx, req.OrderID); err == nil {
+				return answerRetry(req, r)
+			}
+		}
+		return Redemption{}, ErrNotEligible
+	}
+	h := Hold{
+		VoucherCode:    v.Code,
+		CustomerID:     req.CustomerID,
+		OrderID:        req.OrderID,
+		OrderAmount:    req.OrderAmount,
+		DiscountAmount: v.Discount(req.OrderAmount),
+		ReservedAt:     now,
+		ExpiresAt:      now.Add(s.cfg.HoldTTL),
+	}
+	if v.FlashSale {
+		return s.reserveFlash(ctx, v, h)
+	}
+	return s.reserveInDB(ctx, h)
+}
+
+// reserveInDB is the normal voucher's path: one guarded transaction.
+func (s *Service) reserveInDB(ctx context.Context, h Hold) (Redemption, error) {
+	req := h.request()
+	if r, err := s.store.Redemption(ctx, h.OrderID); err == nil {
+		return answerRetry(req, r)
+	} else if !errors.Is(err, ErrReservationNotFound) {
+		return Redemption{}, s.unavailable(err, "reserve %s: look up order", h.VoucherCode)
+	}
+	r, err := s.store.Reserve(ctx, h, h.ReservedAt)
+	switch {
+	case err == nil:
+		return r, nil
+	case errors.Is(err, ErrOrderExists) || errors.Is(err, ErrOutOfStock) || errors.Is(err, ErrAlreadyUsed):
+		// A concurrent attempt with the same orderId may have committed first, taking the last
+		// use or the customer's last slot: then this attempt answers as that one did.
+		existing, rerr := s.store.Redemption(ctx, h.OrderID)
+		if rerr == nil {
+			return answerRetry(req, existing)
+		}
+		if errors.Is(err, ErrOrderExists) || !errors.Is(rerr, ErrReservationNotFound) {
+			return Redemption{}, s.unavailable(rerr, "reserve %s: read existing order", h.VoucherCode)
+		}
+		return Redemption{}, err
+	default:
+		return Redemption{}, s.unavailable(err, "reserve %s", h.VoucherCode)
+	}
+}
+
+// answerRetry answers a request whose orderId already has redemption r: the same grant for the
+// same voucher and customer while it holds its use; a refusal otherwise.
+func answerRetry(req Request, r Redemption) (Redemption, error) {
+	switch {
+	case r.VoucherCode != req.Code || r.CustomerID != req.CustomerID:
+		return Redemption{}, fmt.Errorf("order %s belongs to another reservation: %w", req.OrderID, ErrAlreadyUsed)
+	case r.Status == wire.StatusReleased:
+		return Redemption{}, ErrReleased
+	}
+	return r, nil
+}
+
+func (h Hold) request() Request {
+	return Request{Code: h.VoucherCode, CustomerID: h.CustomerID, OrderID: h.OrderID, OrderAmount: h.OrderAmount}
+}
+
+// unavailable passes domain outcomes through and turns anything else into ErrUnavailable,
+// keeping what was being done and the cause.
+func (s *Service) unavailable(err error, format string, args ...any) error {
+	if isDomain(err) {
+		return err
+	}
+	return fmt.Errorf("%s: %w: %w", fmt.Sprintf(format, args...), ErrUnavailable, err)
+}
+
+func isDomain(err error) bool {
+	for _, d := range []error{ErrVoucherNotFound, ErrVoucherExists, ErrOutOfStock, ErrAlreadyUsed,
+		ErrNotEligible, ErrReservationNotFound, ErrReleased, ErrConfirmed, ErrUnavailable} {
+		if errors.Is(err, d) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,120 @@
+package voucher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// Config tunes the service; zero values take the defaults noted.
+type Config struct {
+	HoldTTL      time.Duration // how long a reservation is held unless confirmed (15m)
+	DBTimeout    time.Duration // bound on one database write after the gate said yes (2s)
+	InFlightWait time.Duration // how long a retry waits for its first attempt's outcome (1s)
+	Clock        Clock         // the wall clock
+	Log          *slog.Logger
+}
+
+// Service reserves, confirms and releases voucher uses. It is safe for concurrent use.
+type Service struct {
+	store  Store
+	gate   Gate // nil: flash vouchers answer ErrUnavailable
+	notify Notifier
+	cfg    Config
+
+	vouchers sync.Map // code -> Voucher; vouchers never change once created
+	loads    singleflight.Group
+}
+
+// NewService returns a service over store and gate, telling notify about sold-out state.
+func NewService(store Store, gate Gate, notify Notifier, cfg Config) *Service {
+	if cfg.HoldTTL <= 0 {
+		cfg.HoldTTL = 15 * time.Minute
+	}
+	if cfg.DBTimeout <= 0 {
+		cfg.DBTimeout = 2 * time.Second
+	}
+	if cfg.InFlightWait <= 0 {
+		cfg.InFlightWait = time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Service{store: store, gate: gate, notify: notify, cfg: cfg}
+}
+
+// voucher returns the voucher from the cache, reading it from the store once.
+func (s *Service) voucher(ctx context.Context, code string) (Voucher, error) {
+	if v, ok := s.vouchers.Load(code); ok {
+		return v.(Voucher), nil
+	}
+	v, err := s.store.Voucher(ctx, code)
+	if err != nil {
+		return Voucher{}, err
+	}
+	s.vouchers.Store(code, v)
+	return v, nil
+}
+
+// Create stores a new voucher and, for a flash voucher, loads it into the gate.
+func (s *Service) Create(ctx context.Context, v Voucher) error {
+	if err := s.store.CreateVoucher(ctx, v); err != nil {
+		return err
+	}
+	if v.FlashSale && s.gate != nil {
+		if err := s.Warm(ctx, v.Code); err != nil {
+			// the first reservation loads it; the voucher exists either way
+			s.cfg.Log.Warn("load new flash voucher into redis", "code", v.Code, "err", err)
+		}
+	}
+	return nil
+}
+
+// Warm loads a flash voucher into the gate from its active redemptions, unless it is loaded.
+// Concurrent calls in this process share one load; across processes the gate's load is atomic.
+func (s *Service) Warm(ctx context.Context, code string) error {
+	v, err := s.voucher(ctx, code)
+	if err != nil {
+		return err
+	}
+	if !v.FlashSale {
+		return nil
+	}
+	if s.gate == nil {
+		return fmt.Errorf("warm %s: no redis gate: %w", code, ErrUnavailable)
+	}
+	_, err, _ = s.loads.Do(code, func() (any, error) {
+		active, err := s.store.ActiveRedemptions(ctx, code)
+		if err != nil {
+			return nil, fmt.Errorf("warm %s: read active redemptions: %w", code, err)
+		}
+		remaining, err := s.gate.Load(ctx, v, active)
+		if err != nil {
+			return nil, fmt.Errorf("warm %s: load redis: %w", code, err)
+		}
+		if remaining == 0 {
+			s.notify.SoldOut(code)
+		}
+		return nil, nil
+	})
+	return err
+}
+
+// Stats returns the voucher with its counts and, for a flash voucher, Redis's remaining uses.
+func (s *Service) Stats(ctx context.Context, code string) (Stats, error) {
+	st, err := s.store.Stats(ctx, code)
+	if err != nil || !st.FlashSale || s.gate == nil {
+		return st, err
+	}
+	if n, loaded, err := s.gate.Remaining(ctx, code); err == nil && loaded {
+		st.RedisRemaining = &n
+	}
+	return st, nil
+}
