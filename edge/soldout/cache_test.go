@@ -1,0 +1,231 @@
+package soldout
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"vouchergate/shared/events"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)} }
+
+func soldOut(code string, holders ...string) events.VoucherState {
+	return events.VoucherState{Code: code, SoldOut: true, At: time.Now(), Holders: events.NewHolderFilter(holders)}
+}
+
+func TestLookupAnswersOnlyFromHolders(t *testing.T) {
+	clk := newClock()
+	c := New(Options{TTL: 5 * time.Second, Now: clk.Now})
+	if e, _ := c.Lookup([]byte("FLASH")); e != nil {
+		t.Fatalf("empty cache returned an entry")
+	}
+	if err := c.Apply(soldOut("FLASH", "o-1", "o-2")); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := c.Lookup([]byte("FLASH"))
+	if e == nil {
+		t.Fatal("sold-out voucher not found")
+	}
+	for _, id := range []string{"o-1", "o-2"} {
+		if !e.MayHold([]byte(id)) {
+			t.Errorf("holder %s not recognised: its retry would be refused", id)
+		}
+	}
+	if e.MayHold([]byte("o-3")) {
+		t.Errorf("new order o-3 taken for a holder (possible, but not with 2 holders at 0.1%%)")
+	}
+	if e, _ := c.Lookup([]byte("OTHER")); e != nil {
+		t.Errorf("another voucher returned an entry")
+	}
+}
+
+func TestApplyRefusesStatesItCannotAnswerFrom(t *testing.T) {
+	c := New(Options{TTL: time.Second})
+	err := c.Apply(events.VoucherState{Code: "FLASH", SoldOut: true})
+	if !errors.Is(err, ErrNoHolders) {
+		t.Errorf("sold out without holders: err = %v; want ErrNoHolders", err)
+	}
+	if err := c.Apply(soldOut("bad code")); !errors.Is(err, ErrBadCode) {
+		t.Errorf("bad code: err = %v; want ErrBadCode", err)
+	}
+	if c.Len() != 0 {
+		t.Errorf("Len = %d after refused states; want 0", c.Len())
+	}
+}
+
+func TestBackInStockRemovesTheEntry(t *testing.T) {
+	c := New(Options{TTL: time.Minute})
+	if err := c.Apply(soldOut("FLASH", "o-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(soldOut("KEEP", "o-9")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(events.VoucherState{Code: "FLASH", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := c.Lookup([]byte("FLASH")); e != nil {
+		t.Errorf("voucher back in stock still answered as sold out")
+	}
+	if e, _ := c.Lookup([]byte("KEEP")); e == nil {
+		t.Errorf("another voucher's entry lost")
+	}
+}
+
+func TestEntriesExpireAfterTTL(t *testing.T) {
+	clk := newClock()
+	c := New(Options{TTL: 5 * time.Second, Now: clk.Now})
+	if err := c.Apply(soldOut("FLASH", "o-1")); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(4999 * time.Millisecond)
+	if e, _ := c.Lookup([]byte("FLASH")); e == nil {
+		t.Fatal("entry gone before its TTL")
+	}
+	clk.Advance(time.Millisecond)
+	if e, _ := c.Lookup([]byte("FLASH")); e != nil {
+		t.Fatal("entry answered after its TTL")
+	}
+	if c.Len() != 1 {
+		t.Fatalf("Len = %d before Sweep; want 1", c.Len())
+	}
+	c.Sweep()
+	if c.Len() != 0 || len(c.Codes()) != 0 {
+		t.Fatalf("Len = %d, Codes = %v after Sweep; want none", c.Len(), c.Codes())
+	}
+}
+
+func TestRelearningRestartsTheTTL(t *testing.T) {
+	clk := newClock()
+	c := New(Options{TTL: 5 * time.Second, Now: clk.Now})
+	_ = c.Apply(soldOut("FLASH", "o-1"))
+	clk.Advance(4 * time.Second)
+	_ = c.Apply(soldOut("FLASH", "o-1"))
+	clk.Advance(4 * time.Second)
+	if e, _ := c.Lookup([]byte("FLASH")); e == nil {
+		t.Fatal("re-learned entry expired on the first learning's clock")
+	}
+}
+
+func TestRefreshIsAskedOncePerEntry(t *testing.T) {
+	clk := newClock()
+	c := New(Options{TTL: 5 * time.Second, RefreshAfter: 2 * time.Second, Now: clk.Now})
+	_ = c.Apply(soldOut("FLASH", "o-1"))
+	if _, refresh := c.Lookup([]byte("FLASH")); refresh {
+		t.Fatal("fresh entry asked for a refresh")
+	}
+	clk.Advance(2 * time.Second)
+	asked := 0
+	for range 10 {
+		if _, refresh := c.Lookup([]byte("FLASH")); refresh {
+			asked++
+		}
+	}
+	if asked != 1 {
+		t.Fatalf("old entry asked for %d refreshes; want 1", asked)
+	}
+	_ = c.Apply(soldOut("FLASH", "o-1")) // the refresh arrives: a new entry
+	clk.Advance(2 * time.Second)
+	if _, refresh := c.Lookup([]byte("FLASH")); !refresh {
+		t.Fatal("refreshed entry did not ask again once old")
+	}
+}
+
+func TestApplyIfLosesToANewerWrite(t *testing.T) {
+	c := New(Options{TTL: time.Minute})
+	v := c.Version("FLASH")
+	// While a read is in flight, NATS says back in stock...
+	if err := c.Apply(events.VoucherState{Code: "FLASH", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	// ...and the read, which saw the voucher sold out earlier, lands late.
+	applied, err := c.ApplyIf(soldOut("FLASH", "o-1"), v)
+	if err != nil || applied {
+		t.Fatalf("ApplyIf = %v, %v; want false, nil", applied, err)
+	}
+	if e, _ := c.Lookup([]byte("FLASH")); e != nil {
+		t.Fatal("a stale read marked the voucher sold out again")
+	}
+	applied, err = c.ApplyIf(soldOut("FLASH", "o-1"), c.Version("FLASH"))
+	if err != nil || !applied {
+		t.Fatalf("ApplyIf with the current version = %v, %v; want true, nil", applied, err)
+	}
+}
+
+func TestLookupDoesNotAllocate(t *testing.T) {
+	c := New(Options{TTL: time.Minute, RefreshAfter: time.Second})
+	_ = c.Apply(soldOut("FLASH", "o-1"))
+	code, id := []byte("FLASH"), []byte("order-12345")
+	n := testing.AllocsPerRun(1000, func() {
+		e, _ := c.Lookup(code)
+		if e == nil || e.MayHold(id) {
+			panic("unexpected")
+		}
+	})
+	if n != 0 {
+		t.Fatalf("Lookup+MayHold allocates %v times; want 0", n)
+	}
+}
+
+func TestConcurrentLookupsAndWrites(t *testing.T) {
+	c := New(Options{TTL: time.Minute, RefreshAfter: time.Millisecond})
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if e, _ := c.Lookup([]byte("FLASH")); e != nil && !e.MayHold([]byte("o-1")) {
+					t.Error("holder o-1 not recognised")
+					return
+				}
+			}
+		}()
+	}
+	for i := range 500 {
+		if i%2 == 0 {
+			_ = c.Apply(soldOut("FLASH", "o-1"))
+		} else {
+			_ = c.Apply(events.VoucherState{Code: "FLASH"})
+		}
+		c.Sweep()
+	}
+	close(stop)
+	wg.Wait()
+}
+
+func BenchmarkLookup(b *testing.B) {
+	c := New(Options{TTL: time.Minute, RefreshAfter: 30 * time.Second})
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = "order-" + time.Duration(i).String()
+	}
+	_ = c.Apply(soldOut("FLASH100", ids...))
+	code, id := []byte("FLASH100"), []byte("order-new-000001")
+	b.ReportAllocs()
+	for b.Loop() {
+		if e, _ := c.Lookup(code); e == nil || e.MayHold(id) {
+			b.Fatal("unexpected")
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package soldout
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"vouchergate/shared/events"
+)
+
+// Source reads a voucher's state live. Implementations MUST be safe for concurrent use and
+// MUST return a sold-out state only with the holders read at or after the sell-out.
+type Source interface {
+	VoucherState(ctx context.Context, code string) (events.VoucherState, error)
+}
+
+// Refresher reads vouchers' states from a Source when asked, at most once per voucher per
+// interval and a few at a time, and applies them to a Cache. It is how the edge learns a
+// sell-out from a 409 passing through (NATS may be down) and keeps a busy entry alive past its
+// TTL while the voucher stays sold out.
+type Refresher struct {
+	cache   *Cache
+	src     Source
+	every   time.Duration
+	timeout time.Duration
+	log     *slog.Logger
+
+	asks chan string
+	slot chan struct{} // bounds reads in flight
+
+	mu   sync.Mutex
+	last map[string]time.Time // when a read of code last started
+	busy map[string]bool      // codes being read
+
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+// maxInFlight bounds concurrent reads; asks beyond it are dropped, and a later ask retries.
+const maxInFlight = 4
+
+// NewRefresher returns a running Refresher. Each read is bounded by timeout.
+func NewRefresher(cache *Cache, src Source, every, timeout time.Duration, log *slog.Logger) *Refresher {
+	r := &Refresher{
+		cache: cache, src: src, every: every, timeout: timeout, log: log,
+		asks: make(chan string, 64), slot: make(chan struct{}, maxInFlight),
+		last: map[string]time.Time{}, busy: map[string]bool{}, stop: make(chan struct{}),
+	}
+	r.done.Add(1)
+	go r.run()
+	return r
+}
+
+// Ask requests a read of code's state. It never blocks and does not allocate: when the queue
+// is full the ask is dropped (a later request asks again).
+func (r *Refresher) Ask(code string) {
+	select {
+	case r.asks <- code:
+	default:
+	}
+}
+
+// Close stops the Refresher and waits for reads in flight.
+func (r *Refresher) Close() {
+	close(r.stop)
+	r.done.Wait()
+}
+
+func (r *Refresher) run() {
+	defer r.done.Done()
+	sweep := time.NewTicker(time.Second)
+	defer sweep.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-sweep.C:
+			r.cache.Sweep()
+			r.forget()
+		case code := <-r.asks:
+			r.start(code)
+		}
+	}
+}
+
+func (r *Refresher) start(code string) {
+	now := time.Now()
+	r.mu.Lock()
+	if r.busy[code] || now.Sub(r.last[code]) < r.every {
+		r.mu.Unlock()
+		return
+	}
+	select {
+	case r.slot <- struct{}{}:
+	default:
+		r.mu.Unlock()
+		return
+	}
+	r.busy[code] = true
+	r.last[code] = now
+	r.mu.Unlock()
+
+	r.done.Add(1)
+	go func() {
+		defer r.done.Done()
+		r.read(code)
+		<-r.slot
+		r.mu.Lock()
+		delete(r.busy, code)
+		r.mu.Unlock()
+	}()
+}
+
+func (r *Refresher) read(code string) {
+	version := r.cache.Version(code)
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	go func() { // Close cancels reads in flight
+		select {
+		case <-r.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	s, err := r.src.VoucherState(ctx, code)
+	if err != nil {
+		r.log.Warn("read voucher state", "code", code, "err", err)
+		return
+	}
+	if s.Code != code {
+		r.log.Warn("read voucher state: answer for another voucher", "code", code, "got", s.Code)
+		return
+	}
+	if _, err := r.cache.ApplyIf(s, version); err != nil {
+		r.log.Warn("apply voucher state", "code", code, "err", err)
+	}
+}
+
+// forget drops rate-limit marks older than the interval, so the maps stay small.
+func (r *Refresher) forget() {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for code, t := range r.last {
+		if now.Sub(t) >= r.every && !r.busy[code] {
+			delete(r.last, code)
+		}
+	}
+}

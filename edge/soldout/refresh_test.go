@@ -1,0 +1,114 @@
+package soldout
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"vouchergate/shared/events"
+)
+
+// states is a Source answering from a map, counting reads; gate, when set, holds each read.
+type states struct {
+	mu    sync.Mutex
+	m     map[string]events.VoucherState
+	reads atomic.Int32
+	gate  chan struct{}
+}
+
+func (s *states) VoucherState(ctx context.Context, code string) (events.VoucherState, error) {
+	s.reads.Add(1)
+	if s.gate != nil {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return events.VoucherState{}, ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.m[code]
+	if !ok {
+		return events.VoucherState{}, errors.New("no such voucher")
+	}
+	return st, nil
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestRefresherLearnsFromTheSource(t *testing.T) {
+	c := New(Options{TTL: time.Minute})
+	src := &states{m: map[string]events.VoucherState{"FLASH": soldOut("FLASH", "o-1")}}
+	r := NewRefresher(c, src, time.Hour, time.Second, quiet)
+	defer r.Close()
+
+	for range 50 {
+		r.Ask("FLASH")
+	}
+	eventually(t, "entry learned", func() bool { e, _ := c.Lookup([]byte("FLASH")); return e != nil })
+	time.Sleep(50 * time.Millisecond)
+	if n := src.reads.Load(); n != 1 {
+		t.Fatalf("50 asks within the interval made %d reads; want 1", n)
+	}
+	if e, _ := c.Lookup([]byte("FLASH")); !e.MayHold([]byte("o-1")) {
+		t.Fatal("learned entry lost its holders")
+	}
+}
+
+func TestRefresherRemovesAVoucherBackInStock(t *testing.T) {
+	c := New(Options{TTL: time.Minute})
+	_ = c.Apply(soldOut("FLASH", "o-1"))
+	src := &states{m: map[string]events.VoucherState{"FLASH": {Code: "FLASH"}}}
+	r := NewRefresher(c, src, time.Millisecond, time.Second, quiet)
+	defer r.Close()
+	r.Ask("FLASH")
+	eventually(t, "entry removed", func() bool { e, _ := c.Lookup([]byte("FLASH")); return e == nil })
+}
+
+func TestRefresherDropsAReadOvertakenByAnEvent(t *testing.T) {
+	c := New(Options{TTL: time.Minute})
+	src := &states{m: map[string]events.VoucherState{"FLASH": soldOut("FLASH", "o-1")}, gate: make(chan struct{})}
+	r := NewRefresher(c, src, time.Millisecond, time.Second, quiet)
+	defer r.Close()
+	r.Ask("FLASH")
+	eventually(t, "read started", func() bool { return src.reads.Load() == 1 })
+	if err := c.Apply(events.VoucherState{Code: "FLASH"}); err != nil { // back in stock, meanwhile
+		t.Fatal(err)
+	}
+	close(src.gate)
+	time.Sleep(100 * time.Millisecond)
+	if e, _ := c.Lookup([]byte("FLASH")); e != nil {
+		t.Fatal("a read that started before the back-in-stock event marked the voucher sold out")
+	}
+}
+
+func TestRefresherCloseCancelsReads(t *testing.T) {
+	c := New(Options{TTL: time.Minute})
+	src := &states{m: map[string]events.VoucherState{}, gate: make(chan struct{})}
+	r := NewRefresher(c, src, time.Millisecond, time.Hour, quiet)
+	r.Ask("FLASH")
+	eventually(t, "read started", func() bool { return src.reads.Load() == 1 })
+	done := make(chan struct{})
+	go func() { r.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for a read that could not finish")
+	}
+}

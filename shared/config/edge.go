@@ -1,0 +1,143 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"vouchergate/shared/events"
+)
+
+// Edge is the edge process's settings.
+type Edge struct {
+	Addr       string   `env:"VG_EDGE_ADDR" envDefault:"127.0.0.1:8081"`
+	Backends   []string `env:"VG_EDGE_BACKENDS" envSeparator:"," envDefault:"127.0.0.1:8080"`
+	Upstream   string   `env:"VG_EDGE_UPSTREAM"` // the checkout API; empty: other paths get 404
+	NATSURL    string   `env:"VG_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
+	NATSPrefix string   `env:"VG_NATS_PREFIX" envDefault:"vouchergate"`
+
+	// Client side: reading a request and writing its answer.
+	ReadTimeout     time.Duration `env:"VG_EDGE_READ_TIMEOUT" envDefault:"5s"`
+	WriteTimeout    time.Duration `env:"VG_EDGE_WRITE_TIMEOUT" envDefault:"5s"`
+	IdleTimeout     time.Duration `env:"VG_EDGE_IDLE_TIMEOUT" envDefault:"60s"`
+	MaxHeaderBytes  int           `env:"VG_EDGE_MAX_HEADER_BYTES" envDefault:"8192"`
+	MaxBodyBytes    int           `env:"VG_EDGE_MAX_BODY_BYTES" envDefault:"1048576"`     // any request
+	MaxAPIBodyBytes int           `env:"VG_EDGE_MAX_API_BODY_BYTES" envDefault:"8192"`    // voucher and quota requests
+	MaxRespBytes    int           `env:"VG_EDGE_MAX_RESPONSE_BYTES" envDefault:"4194304"` // any upstream answer
+	ShutdownGrace   time.Duration `env:"VG_EDGE_SHUTDOWN_GRACE" envDefault:"10s"`
+
+	// Upstream side: each call is bounded as a whole and in each step.
+	BackendTimeout  time.Duration `env:"VG_EDGE_BACKEND_TIMEOUT" envDefault:"3s"`
+	UpstreamTimeout time.Duration `env:"VG_EDGE_UPSTREAM_TIMEOUT" envDefault:"10s"`
+	DialTimeout     time.Duration `env:"VG_EDGE_DIAL_TIMEOUT" envDefault:"500ms"`
+	ConnWait        time.Duration `env:"VG_EDGE_CONN_WAIT" envDefault:"100ms"`
+	MaxConns        int           `env:"VG_EDGE_MAX_CONNS" envDefault:"512"` // per backend, and to the upstream
+
+	// Backend pool health.
+	HealthEvery   time.Duration `env:"VG_EDGE_HEALTH_EVERY" envDefault:"1s"`
+	HealthTimeout time.Duration `env:"VG_EDGE_HEALTH_TIMEOUT" envDefault:"500ms"`
+	HealthFalls   int           `env:"VG_EDGE_HEALTH_FALLS" envDefault:"2"`
+
+	// Sold-out cache.
+	SoldOutTTL     time.Duration `env:"VG_EDGE_SOLDOUT_TTL" envDefault:"5s"`
+	SoldOutRefresh time.Duration `env:"VG_EDGE_SOLDOUT_REFRESH" envDefault:"2s"` // 0: never read ahead
+	StateEvery     time.Duration `env:"VG_EDGE_STATE_EVERY" envDefault:"200ms"`  // per voucher
+	SyncWait       time.Duration `env:"VG_EDGE_SYNC_WAIT" envDefault:"1s"`
+}
+
+// LoadEdge reads the edge's settings and checks them.
+func LoadEdge() (Edge, error) {
+	var c Edge
+	if err := Load(&c); err != nil {
+		return c, err
+	}
+	return c, c.Check()
+}
+
+// Check reports the first setting that cannot work, naming its variable.
+func (c Edge) Check() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("VG_EDGE_ADDR is %q; expected host:port such as 127.0.0.1:8081", c.Addr)
+	}
+	if len(c.Backends) == 0 {
+		return fmt.Errorf("VG_EDGE_BACKENDS is empty; expected host:port[,host:port...] such as 127.0.0.1:8080")
+	}
+	for _, b := range c.Backends {
+		if _, _, err := SplitUpstream(b); err != nil {
+			return fmt.Errorf("VG_EDGE_BACKENDS has %q: %v", b, err)
+		}
+	}
+	if c.Upstream != "" {
+		if _, _, err := SplitUpstream(c.Upstream); err != nil {
+			return fmt.Errorf("VG_EDGE_UPSTREAM is %q: %v", c.Upstream, err)
+		}
+	}
+	if err := events.CheckPrefix(c.NATSPrefix); err != nil {
+		return fmt.Errorf("VG_NATS_PREFIX: %w", err)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"VG_EDGE_READ_TIMEOUT", c.ReadTimeout}, {"VG_EDGE_WRITE_TIMEOUT", c.WriteTimeout},
+		{"VG_EDGE_IDLE_TIMEOUT", c.IdleTimeout}, {"VG_EDGE_SHUTDOWN_GRACE", c.ShutdownGrace},
+		{"VG_EDGE_BACKEND_TIMEOUT", c.BackendTimeout}, {"VG_EDGE_UPSTREAM_TIMEOUT", c.UpstreamTimeout},
+		{"VG_EDGE_DIAL_TIMEOUT", c.DialTimeout}, {"VG_EDGE_HEALTH_EVERY", c.HealthEvery},
+		{"VG_EDGE_HEALTH_TIMEOUT", c.HealthTimeout}, {"VG_EDGE_SOLDOUT_TTL", c.SoldOutTTL},
+		{"VG_EDGE_STATE_EVERY", c.StateEvery},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s is %v; expected a positive duration such as 500ms", d.name, d.v)
+		}
+	}
+	switch {
+	case c.ConnWait < 0:
+		return fmt.Errorf("VG_EDGE_CONN_WAIT is %v; expected 0 (do not wait) or a duration such as 100ms", c.ConnWait)
+	case c.SyncWait < 0:
+		return fmt.Errorf("VG_EDGE_SYNC_WAIT is %v; expected 0 or a duration such as 1s", c.SyncWait)
+	case c.SoldOutRefresh < 0 || c.SoldOutRefresh >= c.SoldOutTTL:
+		return fmt.Errorf("VG_EDGE_SOLDOUT_REFRESH is %v; expected 0 (off) or a duration below VG_EDGE_SOLDOUT_TTL (%v)", c.SoldOutRefresh, c.SoldOutTTL)
+	case c.MaxConns < 1:
+		return fmt.Errorf("VG_EDGE_MAX_CONNS is %d; expected at least 1", c.MaxConns)
+	case c.HealthFalls < 1:
+		return fmt.Errorf("VG_EDGE_HEALTH_FALLS is %d; expected at least 1", c.HealthFalls)
+	case c.MaxHeaderBytes < 1024:
+		return fmt.Errorf("VG_EDGE_MAX_HEADER_BYTES is %d; expected at least 1024", c.MaxHeaderBytes)
+	case c.MaxAPIBodyBytes < 256:
+		return fmt.Errorf("VG_EDGE_MAX_API_BODY_BYTES is %d; expected at least 256", c.MaxAPIBodyBytes)
+	case c.MaxBodyBytes < c.MaxAPIBodyBytes:
+		return fmt.Errorf("VG_EDGE_MAX_BODY_BYTES is %d; expected at least VG_EDGE_MAX_API_BODY_BYTES (%d)", c.MaxBodyBytes, c.MaxAPIBodyBytes)
+	case c.MaxRespBytes < 1024:
+		return fmt.Errorf("VG_EDGE_MAX_RESPONSE_BYTES is %d; expected at least 1024", c.MaxRespBytes)
+	}
+	return nil
+}
+
+// SplitUpstream reads "host:port", "http://host:port" or "https://host:port" and returns the
+// address to dial and whether to speak TLS.
+func SplitUpstream(s string) (addr string, tls bool, err error) {
+	if strings.Contains(s, "://") {
+		u, perr := url.Parse(s)
+		if perr != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return "", false, fmt.Errorf("expected host:port or http(s)://host:port with no path")
+		}
+		switch u.Scheme {
+		case "http":
+		case "https":
+			tls = true
+		default:
+			return "", false, fmt.Errorf("scheme %q: expected http or https", u.Scheme)
+		}
+		s = u.Host
+		if u.Port() == "" {
+			s = net.JoinHostPort(u.Hostname(), map[bool]string{false: "80", true: "443"}[tls])
+		}
+	}
+	host, port, serr := net.SplitHostPort(s)
+	if serr != nil || host == "" || port == "" {
+		return "", false, fmt.Errorf("expected host:port or http(s)://host:port")
+	}
+	return s, tls, nil
+}
