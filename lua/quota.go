@@ -1,0 +1,29 @@
+package lua
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed quota_deduct.lua
+	quotaDeductSrc string
+	//go:embed quota_giveback.lua
+	quotaGiveBackSrc string
+	//go:embed quota_register.lua
+	quotaRegisterSrc string
+	//go:embed quota_close.lua
+	quotaCloseSrc string
+	//go:embed quota_usage.lua
+	quotaUsageSrc string
+)
+
+// Purchase quota scripts; see each file's header.
+var (
+	QuotaDeduct   = redis.NewScript(quotaDeductSrc)
+	QuotaGiveBack = redis.NewScript(quotaGiveBackSrc)
+	QuotaRegister = redis.NewScript(quotaRegisterSrc)
+	QuotaClose    = redis.NewScript(quotaCloseSrc)
+	QuotaUsage    = redis.NewScript(quotaUsageSrc)
+)

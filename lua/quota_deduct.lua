@@ -1,0 +1,101 @@
+-- quota_deduct.lua: one identity's step of a quota deduct. Checks every counter, then takes the
+-- amounts from all of them or from none, and records what it took under the idempotency key.
+-- All keys share the identity's hash tag. "now" comes from the caller; the script never reads TIME.
+-- KEYS[1]   the identity's record of this idemKey: hash st ('D' taken, 'R' rolled back),
+--           at (attempt), fp (fingerprint of the items), c (counters, caller's encoding), u (used)
+-- KEYS[2..] the counters, in ARGV order: kind 'C' (calendar or fixed period) is one integer key;
+--           kind 'R' (rolling) is two keys: a sorted set of entries "amount:idemKey" scored by
+--           their time in ms, and the integer sum of the entries' amounts
+-- ARGV[1] now, unix ms
+-- ARGV[2] how long the record lives, ms
+-- ARGV[3] attempt id of this call
+-- ARGV[4] fingerprint of the identity's items
+-- ARGV[5] idemKey
+-- ARGV[6] the counters, encoded by the caller; stored in the record and returned on a replay
+-- ARGV[7] n, the number of counters; then four per counter:
+--         kind, limit, amount, span ms ('C': how long the key lives; 'R': the window size)
+-- Returns:
+--   { 1, used }        taken; used is "used:oldestMs" per counter, space separated (oldest 0 for 'C')
+--   { 0, c, used }     the idemKey already took from this identity: the first answer, nothing changed
+--   {-1, i, used, oldestMs}  counter i (1-based) has no room for its amount; nothing changed
+--   {-2}               the idemKey was rolled back; nothing changed
+--   {-3}               the idemKey took with other items; nothing changed
+local rec = KEYS[1]
+local st = redis.call('HGET', rec, 'st')
+if st then
+  if st == 'R' then
+    return {-2}
+  end
+  local r = redis.call('HMGET', rec, 'fp', 'c', 'u')
+  if r[1] ~= ARGV[4] then
+    return {-3}
+  end
+  return {0, r[2], r[3]}
+end
+
+local now = tonumber(ARGV[1])
+local n = tonumber(ARGV[7])
+
+-- drop a rolling counter's entries made at or before cutoff; return the sum left
+local function trim(zkey, skey, cutoff)
+  local gone = redis.call('ZRANGEBYSCORE', zkey, '-inf', cutoff)
+  if #gone > 0 then
+    local sum = 0
+    for _, m in ipairs(gone) do
+      sum = sum + tonumber(string.match(m, '^(%d+):'))
+    end
+    redis.call('ZREMRANGEBYRANK', zkey, 0, #gone - 1)
+    if redis.call('DECRBY', skey, sum) <= 0 then
+      redis.call('DEL', skey)
+    end
+  end
+  return tonumber(redis.call('GET', skey) or '0')
+end
+
+local function oldest(zkey)
+  local o = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+  return o[2] or '0'
+end
+
+-- check every counter before changing any
+local k = 2
+for i = 1, n do
+  local a = 7 + (i - 1) * 4
+  local limit, amount = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  local used, old
+  if ARGV[a + 1] == 'C' then
+    used, old = tonumber(redis.call('GET', KEYS[k]) or '0'), '0'
+    k = k + 1
+  else
+    used = trim(KEYS[k], KEYS[k + 1], now - tonumber(ARGV[a + 4]))
+    old = oldest(KEYS[k])
+    k = k + 2
+  end
+  if used + amount > limit then
+    return {-1, i, string.format('%d', used), old}
+  end
+end
+
+local out = {}
+k = 2
+for i = 1, n do
+  local a = 7 + (i - 1) * 4
+  local amount, span = ARGV[a + 3], ARGV[a + 4]
+  if ARGV[a + 1] == 'C' then
+    local v = redis.call('INCRBY', KEYS[k], amount)
+    redis.call('PEXPIRE', KEYS[k], span)
+    out[i] = string.format('%d', v) .. ':0'
+    k = k + 1
+  else
+    redis.call('ZADD', KEYS[k], now, amount .. ':' .. ARGV[5])
+    local v = redis.call('INCRBY', KEYS[k + 1], amount)
+    redis.call('PEXPIRE', KEYS[k], span)
+    redis.call('PEXPIRE', KEYS[k + 1], span)
+    out[i] = string.format('%d', v) .. ':' .. oldest(KEYS[k])
+    k = k + 2
+  end
+end
+local used = table.concat(out, ' ')
+redis.call('HSET', rec, 'st', 'D', 'at', ARGV[3], 'fp', ARGV[4], 'c', ARGV[6], 'u', used)
+redis.call('PEXPIRE', rec, ARGV[2])
+return {1, used}

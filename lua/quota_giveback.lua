@@ -1,0 +1,75 @@
+-- quota_giveback.lua: give back what one identity's deduct step took, at most once.
+-- Mode 'U' (undo) reverses this attempt's own step after a later identity refused; the record
+-- goes, so a retry may try again. Mode 'R' (rollback) marks the record rolled back and keeps
+-- it, so a late deduct with the same idemKey is refused; a missing record becomes such a mark.
+-- KEYS[1]   the identity's record of the idemKey (see quota_deduct.lua)
+-- KEYS[2..] the counters the record names, as in quota_deduct.lua
+-- ARGV[1] mode, 'U' or 'R'
+-- ARGV[2] attempt the record must hold ('' in mode 'R' when the caller found no record)
+-- ARGV[3] how long a rolled-back record lives, ms
+-- ARGV[4] idemKey
+-- ARGV[5] n, the number of counters; then two per counter: kind ('C' or 'R'), amount
+-- Returns:
+--   { 1, given }  given back; given is the amount returned per counter, space separated (an
+--                 entry or counter that had expired returns 0)
+--   { 0 }         nothing to do: already rolled back or undone, or (undo) not this attempt's step
+--   {-1 }         (rollback) the record is not what the caller read: read it again
+local rec = KEYS[1]
+local r = redis.call('HMGET', rec, 'st', 'at')
+local st, at = r[1], r[2]
+if ARGV[1] == 'U' then
+  if st ~= 'D' or at ~= ARGV[2] then
+    return {0}
+  end
+else
+  if st == 'R' then
+    return {0}
+  end
+  if not st then
+    if ARGV[2] ~= '' then
+      return {-1}
+    end
+    redis.call('HSET', rec, 'st', 'R')
+    redis.call('PEXPIRE', rec, ARGV[3])
+    return {0}
+  end
+  if at ~= ARGV[2] then
+    return {-1}
+  end
+end
+
+local n = tonumber(ARGV[5])
+local out = {}
+local k = 2
+for i = 1, n do
+  local kind, amount = ARGV[5 + (i - 1) * 2 + 1], tonumber(ARGV[5 + (i - 1) * 2 + 2])
+  local given = 0
+  if kind == 'C' then
+    local v = tonumber(redis.call('GET', KEYS[k]) or '0')
+    if v > 0 then
+      given = math.min(v, amount)
+      if v - given <= 0 then
+        redis.call('DEL', KEYS[k])
+      else
+        redis.call('DECRBY', KEYS[k], given)
+      end
+    end
+    k = k + 1
+  else
+    if redis.call('ZREM', KEYS[k], ARGV[5 + (i - 1) * 2 + 2] .. ':' .. ARGV[4]) == 1 then
+      given = amount
+      if redis.call('DECRBY', KEYS[k + 1], amount) <= 0 then
+        redis.call('DEL', KEYS[k + 1])
+      end
+    end
+    k = k + 2
+  end
+  out[i] = string.format('%d', given)
+end
+if ARGV[1] == 'U' then
+  redis.call('DEL', rec)
+else
+  redis.call('HSET', rec, 'st', 'R')
+  redis.call('PEXPIRE', rec, ARGV[3])
+end
+return {1, table.concat(out, ' ')}

@@ -1,0 +1,142 @@
+package wire
+
+import "time"
+
+// Bounds on purchase quota requests, so that no Redis key or script call grows large. A value
+// over a bound is a 400 naming it.
+const (
+	MaxIdemKeyLen        = 64      // bytes of an idemKey
+	MaxIdentityTypeLen   = 32      // bytes of an identityType: ^[A-Z0-9_]{1,32}$
+	MaxIdentityLen       = 64      // bytes of an identity (user id, device id, phone number...)
+	MaxDimensionLen      = 64      // bytes of a dimension such as "ITEM:1001"
+	MaxQuotaItems        = 16      // items in one deduct
+	MaxItemDimensions    = 8       // dimensions of one item
+	MaxQuotaAmount       = 1000000 // amount of one item
+	MaxQuotaLimit        = 1000000000000000
+	MaxQuotaRulesPerType = 64 // rules of one bizId and identityType
+)
+
+// Purchase quota error codes, the values of Error.Error (QuotaExceeded.Error for the first).
+const (
+	// CodeQuotaExceeded: a counter has no room for the amount; nothing was taken (409).
+	CodeQuotaExceeded = "QUOTA_EXCEEDED"
+	// CodeQuotaRolledBack: the idemKey was rolled back; it cannot deduct again (409).
+	CodeQuotaRolledBack = "QUOTA_ROLLED_BACK"
+	// CodeIdemKeyReused: the idemKey deducted other items for the same identity (409).
+	CodeIdemKeyReused = "IDEMPOTENCY_KEY_REUSED"
+	// CodeQuotaRuleNotFound: no rule has the id (404).
+	CodeQuotaRuleNotFound = "QUOTA_RULE_NOT_FOUND"
+	// CodeTooManyQuotaRules: the bizId and identityType hold MaxQuotaRulesPerType rules (409).
+	CodeTooManyQuotaRules = "TOO_MANY_QUOTA_RULES"
+)
+
+// QuotaDeductRequest is the body of POST /quotas/deduct.
+type QuotaDeductRequest struct {
+	BizID   int64       `json:"bizId"`
+	IdemKey string      `json:"idemKey"`
+	Items   []QuotaItem `json:"items"`
+}
+
+// QuotaItem is one thing bought by one identity. Amount defaults to 1 when absent.
+type QuotaItem struct {
+	IdentityType string   `json:"identityType"`
+	Identity     string   `json:"identity"`
+	Dimensions   []string `json:"dimensions"`
+	Amount       *int64   `json:"amount,omitempty"`
+}
+
+// QuotaWindow is a rule's window:
+// {"type":"DAY"|"WEEK"|"MONTH","timezone":"Asia/Shanghai"}, {"type":"ROLLING","size":"24h"}
+// or {"type":"FIXED","start":"2025-11-11T00:00:00+08:00","end":"2025-11-12T00:00:00+08:00"}.
+type QuotaWindow struct {
+	Type     string     `json:"type"`
+	Timezone string     `json:"timezone,omitempty"`
+	Size     string     `json:"size,omitempty"`
+	Start    *time.Time `json:"start,omitempty"`
+	End      *time.Time `json:"end,omitempty"`
+}
+
+// QuotaCounter is one counter a rule implies for an identity and a dimension, as it stands.
+type QuotaCounter struct {
+	IdentityType string      `json:"identityType"`
+	Identity     string      `json:"identity"`
+	Dimension    string      `json:"dimension"`
+	Window       QuotaWindow `json:"window"`
+	Used         int64       `json:"used"`
+	Limit        int64       `json:"limit"`
+	// ResetsAt: when the period ends (calendar, fixed), or when the oldest purchase still
+	// counting stops counting (rolling; absent when none counts).
+	ResetsAt *time.Time `json:"resetsAt,omitempty"`
+}
+
+// QuotaDeductResponse is the body of a 200 to a deduct, and of every retry of it.
+type QuotaDeductResponse struct {
+	IdemKey  string         `json:"idemKey"`
+	Counters []QuotaCounter `json:"counters"`
+}
+
+// QuotaExceeded is the body of a 409 QUOTA_EXCEEDED: the first counter found full, with its
+// current use, and the amount that did not fit.
+type QuotaExceeded struct {
+	Error     string       `json:"error"`
+	Message   string       `json:"message"`
+	Counter   QuotaCounter `json:"counter"`
+	Requested int64        `json:"requested"`
+}
+
+// QuotaRollbackRequest is the body of POST /quotas/rollback.
+type QuotaRollbackRequest struct {
+	BizID   int64  `json:"bizId"`
+	IdemKey string `json:"idemKey"`
+}
+
+// QuotaReturned is what a rollback gave back to one counter.
+type QuotaReturned struct {
+	IdentityType string      `json:"identityType"`
+	Identity     string      `json:"identity"`
+	Dimension    string      `json:"dimension"`
+	Window       QuotaWindow `json:"window"`
+	Amount       int64       `json:"amount"`
+}
+
+// QuotaRollbackResponse is the body of a 200 to a rollback: what this call gave back (nothing
+// when the idemKey is unknown or was rolled back before).
+type QuotaRollbackResponse struct {
+	IdemKey  string          `json:"idemKey"`
+	Returned []QuotaReturned `json:"returned"`
+}
+
+// QuotaUsageResponse is the body of a 200 to GET /quotas/usage.
+type QuotaUsageResponse struct {
+	BizID        int64          `json:"bizId"`
+	IdentityType string         `json:"identityType"`
+	Identity     string         `json:"identity"`
+	Counters     []QuotaCounter `json:"counters"`
+}
+
+// QuotaRuleRequest is the body of POST /admin/quota-rules. A rule with the same bizId,
+// identityType, dimension and window is updated (its counters kept); otherwise one is created.
+type QuotaRuleRequest struct {
+	BizID        int64       `json:"bizId"`
+	IdentityType string      `json:"identityType"`
+	Dimension    string      `json:"dimension"`
+	Limit        *int64      `json:"limit"`
+	Window       QuotaWindow `json:"window"`
+}
+
+// QuotaRule is a rule as stored: the answer to POST (201 created, 200 updated) and GET.
+type QuotaRule struct {
+	ID           int64       `json:"id"`
+	BizID        int64       `json:"bizId"`
+	IdentityType string      `json:"identityType"`
+	Dimension    string      `json:"dimension"`
+	Limit        int64       `json:"limit"`
+	Window       QuotaWindow `json:"window"`
+	CreatedAt    time.Time   `json:"createdAt"`
+	UpdatedAt    time.Time   `json:"updatedAt"`
+}
+
+// QuotaRules is the body of a 200 to GET /admin/quota-rules.
+type QuotaRules struct {
+	Rules []QuotaRule `json:"rules"`
+}
