@@ -1,0 +1,242 @@
+package quota
+
+import (
+	"strconv"
+	"time"
+
+	"vouchergate/shared/wire"
+)
+
+// Item is one thing bought by one identity: it counts Amount toward every counter that a rule
+// of its identity type implies for one of its Dimensions.
+type Item struct {
+	IdentityType string
+	Identity     string
+	Dimensions   []string
+	Amount       int64
+}
+
+// Counter is one counter of one identity as it stands.
+type Counter struct {
+	IdentityType string
+	Identity     string
+	Dimension    string
+	Window       Window
+	Used         int64
+	Limit        int64
+	// ResetsAt is when the period ends (calendar, fixed) or when the oldest purchase still
+	// counting stops counting (rolling); zero when a rolling counter holds nothing.
+	ResetsAt time.Time
+}
+
+// Bounds that keep one identity's script call small.
+const (
+	// maxCountersPerIdentity bounds the counters one identity's items may imply.
+	maxCountersPerIdentity = 64
+	// counterGrace keeps a calendar counter a while after its period, for backends whose clock
+	// lags and for rollbacks that arrive just after the period.
+	counterGrace = 10 * time.Minute
+)
+
+// counterPlan is one counter a deduct changes, with what it adds.
+type counterPlan struct {
+	dimension string
+	window    *Window
+	kind      byte // 'C' calendar or fixed: one integer key; 'R' rolling: a sorted set and a sum
+	limit     int64
+	amount    int64
+	span      int64  // ms: how long a 'C' key lives, or an 'R' window's size
+	seg       string // the window (and period) part of the key names
+	resetsAt  int64  // 'C': the period's end, unix ms
+	lastItem  int    // the item that last added to it, so an item adds once per counter
+}
+
+// step is one identity's part of a deduct: one script call.
+type step struct {
+	identityType string
+	identity     string
+	base         string // prefix + "quota:{biz:type:identity}:"
+	counters     []counterPlan
+	fp           string // fingerprint of the identity's items
+}
+
+// validateDeduct checks a deduct's bounds and formats, naming the first field that breaks one.
+func validateDeduct(bizID int64, idemKey string, items []Item) error {
+	if bizID <= 0 {
+		return invalid("bizId must be a positive integer")
+	}
+	if err := checkID("idemKey", idemKey, wire.MaxIdemKeyLen); err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		return invalid("items must hold at least one item")
+	}
+	if len(items) > wire.MaxQuotaItems {
+		return invalid("items holds %d items; at most %d", len(items), wire.MaxQuotaItems)
+	}
+	for i := range items {
+		if err := validateItem(i, &items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateItem(i int, it *Item) error {
+	var buf [32]byte
+	field := func(name string) string {
+		b := append(buf[:0], "items["...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		return string(append(append(b, "]."...), name...))
+	}
+	if err := checkIdentityType(field("identityType"), it.IdentityType); err != nil {
+		return err
+	}
+	if err := checkID(field("identity"), it.Identity, wire.MaxIdentityLen); err != nil {
+		return err
+	}
+	if len(it.Dimensions) == 0 {
+		return invalid("%s must hold at least one dimension, e.g. \"ITEM:1001\"", field("dimensions"))
+	}
+	if len(it.Dimensions) > wire.MaxItemDimensions {
+		return invalid("%s holds %d dimensions; at most %d", field("dimensions"), len(it.Dimensions), wire.MaxItemDimensions)
+	}
+	for j, d := range it.Dimensions {
+		if err := checkDimension(field("dimensions["+strconv.Itoa(j)+"]"), d, false); err != nil {
+			return err
+		}
+		for _, e := range it.Dimensions[:j] {
+			if e == d {
+				return invalid("%s names %q twice", field("dimensions"), clip(d))
+			}
+		}
+	}
+	if it.Amount < 1 || it.Amount > wire.MaxQuotaAmount {
+		return invalid("%s must be from 1 to %d", field("amount"), wire.MaxQuotaAmount)
+	}
+	return nil
+}
+
+// plan turns validated items into one step per identity, in the fixed order of identity type,
+// then identity, that every deduct follows.
+func plan(prefix string, bizID int64, items []Item, rules *ruleSet, now time.Time) ([]step, error) {
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	for i := 1; i < len(order); i++ { // insertion sort: at most wire.MaxQuotaItems
+		for j := i; j > 0 && identityLess(&items[order[j]], &items[order[j-1]]); j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	steps := make([]step, 0, len(items))
+	nowMs := now.UnixMilli()
+	for _, i := range order {
+		it := &items[i]
+		if n := len(steps); n == 0 || steps[n-1].identityType != it.IdentityType || steps[n-1].identity != it.Identity {
+			steps = append(steps, step{identityType: it.IdentityType, identity: it.Identity,
+				base: identityBase(prefix, bizID, it.IdentityType, it.Identity)})
+		}
+		st := &steps[len(steps)-1]
+		for _, r := range rules.forType(bizID, it.IdentityType) {
+			if r.Dimension == "*" {
+				st.add(i, "*", r, it.Amount, now, nowMs)
+				continue
+			}
+			for _, d := range it.Dimensions {
+				if cd, ok := r.matches(d); ok {
+					st.add(i, cd, r, it.Amount, now, nowMs)
+				}
+			}
+		}
+		if len(st.counters) > maxCountersPerIdentity {
+			return nil, invalid("the items of %s %q imply %d counters under the rules of bizId %d; at most %d",
+				it.IdentityType, clip(it.Identity), len(st.counters), bizID, maxCountersPerIdentity)
+		}
+	}
+	for si := range steps {
+		steps[si].fp = fingerprint(items, steps[si].identityType, steps[si].identity)
+	}
+	return steps, nil
+}
+
+func identityLess(a, b *Item) bool {
+	if a.IdentityType != b.IdentityType {
+		return a.IdentityType < b.IdentityType
+	}
+	return a.Identity < b.Identity
+}
+
+// add counts amount of item toward the counter of dimension dim under rule r.
+func (st *step) add(item int, dim string, r *Rule, amount int64, now time.Time, nowMs int64) {
+	w := &r.Window
+	c := counterPlan{dimension: dim, window: w, limit: r.Limit, amount: amount, lastItem: item}
+	if w.Type == Rolling {
+		c.kind, c.span, c.seg = 'R', w.Size.Milliseconds(), w.id
+	} else {
+		p, ok := w.PeriodAt(now)
+		if !ok {
+			return // a fixed window that is not open now
+		}
+		c.kind, c.resetsAt = 'C', p.End.UnixMilli()
+		c.span = c.resetsAt - nowMs + counterGrace.Milliseconds()
+		c.seg = w.id
+		if w.Type != Fixed {
+			c.seg = w.id + "/" + p.Label
+		}
+	}
+	for k := range st.counters {
+		e := &st.counters[k]
+		if e.dimension == dim && e.seg == c.seg {
+			e.limit = min(e.limit, c.limit)
+			if e.lastItem != item {
+				e.amount += amount
+				e.lastItem = item
+			}
+			return
+		}
+	}
+	st.counters = append(st.counters, c)
+}
+
+// fingerprint sums a hash of each of the identity's items, so the order of items and of
+// dimensions does not matter: a retry that lists them otherwise is the same request.
+func fingerprint(items []Item, typ, identity string) string {
+	var sum uint64
+	for i := range items {
+		it := &items[i]
+		if it.IdentityType != typ || it.Identity != identity {
+			continue
+		}
+		var dims uint64
+		for _, d := range it.Dimensions {
+			dims += fnv1a(fnvOffset, d)
+		}
+		h := fnvMix(fnvMix(fnvOffset, dims), uint64(it.Amount))
+		sum += h
+	}
+	var b [16]byte
+	return string(strconv.AppendUint(b[:0], sum, 36))
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnv1a(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+func fnvMix(h, v uint64) uint64 {
+	for i := 0; i < 8; i++ {
+		h ^= v & 0xff
+		h *= fnvPrime
+		v >>= 8
+	}
+	return h
+}

@@ -1,0 +1,104 @@
+package quota
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"vouchergate/shared/wire"
+)
+
+// Returned is what a rollback gave back to one counter.
+type Returned struct {
+	IdentityType string
+	Identity     string
+	Dimension    string
+	Window       Window
+	Amount       int64
+}
+
+// RollbackResult is what one rollback call gave back: nothing when the idemKey is unknown or
+// was rolled back before.
+type RollbackResult struct {
+	IdemKey  string
+	Returned []Returned
+}
+
+// rollbackReads bounds how often a rollback re-reads a record that a running deduct of the same
+// idemKey keeps changing (it changes at most twice: taken, then undone).
+const rollbackReads = 4
+
+// Rollback gives back exactly what the deduct with idemKey took, once, however often it is
+// called. It also marks the idemKey rolled back, so a deduct with it that arrives later (a
+// late retry) is refused with ErrRolledBack rather than counted. Unknown idemKeys are no-ops.
+//
+// Errors: ErrInvalid, ErrUnavailable (retry: what was given back stays given back).
+func (s *Service) Rollback(ctx context.Context, bizID int64, idemKey string) (RollbackResult, error) {
+	if bizID <= 0 {
+		return RollbackResult{}, invalid("bizId must be a positive integer")
+	}
+	if err := checkID("idemKey", idemKey, wire.MaxIdemKeyLen); err != nil {
+		return RollbackResult{}, err
+	}
+	tags, err := s.gate.close(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey))
+	if err != nil {
+		return RollbackResult{}, unavailable("rollback "+idemKey, err)
+	}
+	slices.Sort(tags)
+	out := RollbackResult{IdemKey: idemKey, Returned: []Returned{}}
+	for _, tag := range tags {
+		typ, identity, ok := strings.Cut(tag, ":")
+		if !ok {
+			continue
+		}
+		got, err := s.rollbackIdentity(ctx, identityBase(s.cfg.KeyPrefix, bizID, typ, identity), idemKey)
+		if err != nil {
+			return RollbackResult{}, unavailable("rollback "+idemKey, err)
+		}
+		for i := range got {
+			got[i].IdentityType, got[i].Identity = typ, identity
+		}
+		out.Returned = append(out.Returned, got...)
+	}
+	return out, nil
+}
+
+// rollbackIdentity gives back one identity's step, or marks it rolled back if it has none yet.
+func (s *Service) rollbackIdentity(ctx context.Context, base, idemKey string) ([]Returned, error) {
+	for range rollbackReads {
+		state, attempt, rs, err := s.gate.record(ctx, base, idemKey)
+		if err != nil {
+			return nil, err
+		}
+		if state == "R" {
+			return nil, nil
+		}
+		if state != "D" {
+			attempt, rs = "", nil
+		}
+		status, given, err := s.gate.giveBack(ctx, base, modeRollback, attempt, idemKey, rs)
+		if err != nil {
+			return nil, err
+		}
+		switch status {
+		case 0:
+			return nil, nil
+		case 1:
+			var out []Returned
+			for i := range rs {
+				if given[i] == 0 {
+					continue
+				}
+				w, err := ParseWindowID(rs[i].windowID)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, Returned{Dimension: rs[i].dim, Window: w, Amount: given[i]})
+			}
+			return out, nil
+		}
+		// -1: a deduct of this idemKey changed the record since we read it; read again
+	}
+	return nil, fmt.Errorf("record of %s keeps changing", idemKey)
+}

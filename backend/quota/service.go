@@ -1,0 +1,133 @@
+// Package quota limits how often an identity (user id, device id, phone number...) may buy
+// items over calendar, rolling and fixed windows: rules in PostgreSQL, cached in each backend;
+// counters in Redis (single or Cluster), changed by one Lua call per identity that takes from
+// every counter the rules imply or from none, idempotently by the caller's idemKey.
+//
+// The one ordering rule: a deduct visits identities in the order of (identityType, identity)
+// and undoes only steps it took itself; every step and every undo is idempotent, so no lock is
+// needed and retries never count twice.
+package quota
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/redis/go-redis/v9"
+
+	"vouchergate/shared/events"
+	"vouchergate/shared/keys"
+)
+
+// Config wires a Service; zero values take the defaults noted.
+type Config struct {
+	Redis redis.UniversalClient // required: a single Redis or a ClusterClient
+	DB    *pgxpool.Pool         // required: holds quota_rules
+	// NATS tells every backend that rules changed; nil leaves it to the periodic refresh.
+	NATS       *nats.Conn
+	KeyPrefix  string // Redis key prefix, no braces ("vg:")
+	NATSPrefix string // subject prefix ("vouchergate"); changes go to <prefix>.quota.rules
+	// IdemTTL is how long an idemKey is remembered: retries answer the first answer and a
+	// rollback gives back within it (7 days).
+	IdemTTL time.Duration
+	// RefreshEvery is how often rules are reloaded even without a NATS message (10s).
+	RefreshEvery time.Duration
+	// UndoTimeout bounds giving back a deduct's steps after the request's context failed (2s).
+	UndoTimeout time.Duration
+	Clock       Clock // the wall clock
+	Log         *slog.Logger
+}
+
+// Service deducts, rolls back and reports purchase quotas, and manages their rules. It is safe
+// for concurrent use.
+type Service struct {
+	cfg     Config
+	gate    gate
+	store   *ruleStore
+	rules   *ruleCache
+	subject string
+	sub     *nats.Subscription
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// New checks cfg, loads the rules, subscribes to rule changes and starts the periodic
+// refresh. Close stops it.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	if cfg.Redis == nil || cfg.DB == nil {
+		return nil, fmt.Errorf("quota: Config.Redis and Config.DB are required")
+	}
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = "vg:"
+	}
+	if err := keys.CheckPrefix(cfg.KeyPrefix); err != nil {
+		return nil, fmt.Errorf("VG_REDIS_PREFIX: %w", err)
+	}
+	if cfg.NATSPrefix == "" {
+		cfg.NATSPrefix = "vouchergate"
+	}
+	if err := events.CheckPrefix(cfg.NATSPrefix); err != nil {
+		return nil, fmt.Errorf("VG_NATS_PREFIX: %w", err)
+	}
+	if cfg.IdemTTL <= 0 {
+		cfg.IdemTTL = 7 * 24 * time.Hour
+	}
+	if cfg.IdemTTL < time.Second {
+		return nil, fmt.Errorf("VG_QUOTA_IDEM_TTL is %v; expected at least 1s, such as 168h", cfg.IdemTTL)
+	}
+	if cfg.RefreshEvery <= 0 {
+		cfg.RefreshEvery = 10 * time.Second
+	}
+	if cfg.UndoTimeout <= 0 {
+		cfg.UndoTimeout = 2 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	s := &Service{
+		cfg:     cfg,
+		gate:    gate{rdb: cfg.Redis, idemTTL: msString(cfg.IdemTTL)},
+		store:   &ruleStore{pool: cfg.DB},
+		subject: cfg.NATSPrefix + ".quota.rules",
+		done:    make(chan struct{}),
+	}
+	s.rules = newRuleCache(s.store, cfg.Log)
+	if err := s.rules.reload(ctx); err != nil {
+		return nil, fmt.Errorf("quota: load rules: %w", err)
+	}
+	if err := s.gate.loadScripts(ctx); err != nil {
+		cfg.Log.Warn("quota: scripts not loaded yet; they load on first use", "err", err)
+	}
+	if cfg.NATS != nil {
+		sub, err := cfg.NATS.Subscribe(s.subject, func(*nats.Msg) { s.rules.poke() })
+		if err != nil {
+			return nil, fmt.Errorf("quota: subscribe to %s: %w", s.subject, err)
+		}
+		s.sub = sub
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	go func() {
+		defer close(s.done)
+		s.rules.run(runCtx, cfg.RefreshEvery)
+	}()
+	return s, nil
+}
+
+// Close stops listening for rule changes and the refresh. It leaves the clients open.
+func (s *Service) Close() {
+	if s.sub != nil {
+		_ = s.sub.Unsubscribe()
+	}
+	s.stop()
+	<-s.done
+}
+
+// RulesSubject is the NATS subject on which rule changes are announced.
+func (s *Service) RulesSubject() string { return s.subject }
