@@ -72,6 +72,7 @@ type env struct {
 	db    *pgxpool.Pool
 	clock *quota.ManualClock
 	cfg   quota.Config
+	seq   int // makes fill's idemKeys unique
 }
 
 // newEnv starts a service on the shared Redis (or rdb if given) and a fresh database.
@@ -137,7 +138,11 @@ func (e *env) deduct(biz int64, key string, items ...quota.Item) (quota.DeductRe
 // used returns the counter of dimension dim in window w of an identity, read from Redis.
 func (e *env) used(t testing.TB, biz int64, typ, id, dim string, w quota.Window) int64 {
 	t.Helper()
-	cs, err := e.svc.Usage(context.Background(), biz, typ, id, []string{dim})
+	var dims []string
+	if dim != "*" {
+		dims = []string{dim}
+	}
+	cs, err := e.svc.Usage(context.Background(), biz, typ, id, dims)
 	if err != nil {
 		t.Fatalf("usage: %v", err)
 	}
