@@ -83,7 +83,7 @@ func (s *Server) createVoucher(ctx *fasthttp.RequestCtx) {
 	v := voucher.Voucher{
 		Code: spec.Code, DiscountAmount: *spec.DiscountAmount, MinOrderAmount: spec.MinOrderAmount,
 		TotalLimit: *spec.TotalLimit, PerUserLimit: *spec.PerUserLimit,
-		StartsAt: *spec.StartsAt, EndsAt: *spec.EndsAt, FlashSale: spec.FlashSale,
+		StartsAt: spec.startsAt, EndsAt: spec.endsAt, FlashSale: spec.FlashSale,
 	}
 	c, cancel := s.context()
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"vouchergate/shared/wire"
 )
@@ -72,11 +73,24 @@ func decodeReserve(body []byte) (wire.ReserveRequest, error) {
 	return req, nil
 }
 
+// voucherSpec is a checked voucher to create.
+type voucherSpec struct {
+	wire.VoucherSpec
+	startsAt, endsAt time.Time
+}
+
 // decodeVoucherSpec decodes and checks a voucher to create.
-func decodeVoucherSpec(body []byte) (wire.VoucherSpec, error) {
-	var v wire.VoucherSpec
-	if err := decodeJSON(body, &v); err != nil {
+func decodeVoucherSpec(body []byte) (voucherSpec, error) {
+	var v voucherSpec
+	if err := decodeJSON(body, &v.VoucherSpec); err != nil {
 		return v, err
+	}
+	var err error
+	if v.startsAt, err = time.Parse(time.RFC3339, v.StartsAt); err != nil {
+		return v, fmt.Errorf("startsAt %q must be an RFC 3339 time such as 2026-12-02T10:00:00Z", v.StartsAt)
+	}
+	if v.endsAt, err = time.Parse(time.RFC3339, v.EndsAt); err != nil {
+		return v, fmt.Errorf("endsAt %q must be an RFC 3339 time such as 2026-12-02T10:00:00Z", v.EndsAt)
 	}
 	if v.PerUserLimit == nil {
 		one := 1
@@ -97,9 +111,7 @@ func decodeVoucherSpec(body []byte) (wire.VoucherSpec, error) {
 		return v, fmt.Errorf("totalLimit must be between 0 and %d", wire.MaxTotalLimit)
 	case *v.PerUserLimit < 1 || *v.PerUserLimit > wire.MaxPerUserLimit:
 		return v, fmt.Errorf("perUserLimit must be between 1 and %d", wire.MaxPerUserLimit)
-	case v.StartsAt == nil || v.EndsAt == nil:
-		return v, errors.New("startsAt and endsAt are required (RFC 3339)")
-	case !v.EndsAt.After(*v.StartsAt):
+	case !v.endsAt.After(v.startsAt):
 		return v, errors.New("endsAt must be after startsAt")
 	}
 	return v, nil

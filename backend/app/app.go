@@ -100,6 +100,7 @@ func openRedis(cfg config.Backend) (redis.UniversalClient, error) {
 		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: cfg.RedisClusterAddrs, DialTimeout: cfg.RedisTimeout, ReadTimeout: cfg.RedisTimeout,
 			WriteTimeout: cfg.RedisTimeout, PoolTimeout: cfg.RedisTimeout, MaxRetries: -1,
+			DialerRetries: 1, DialerRetryTimeout: 50 * time.Millisecond,
 		}), nil
 	}
 	opts, err := redis.ParseURL(cfg.RedisURL)
@@ -108,6 +109,7 @@ func openRedis(cfg config.Backend) (redis.UniversalClient, error) {
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout
 	opts.MaxRetries = -1
+	opts.DialerRetries, opts.DialerRetryTimeout = 1, 50*time.Millisecond
 	return redis.NewClient(opts), nil
 }
 

@@ -73,6 +73,16 @@ func Start(t testing.TB, cfg config.Backend, opts ...app.Option) *Backend {
 // Do sends a request with a JSON body (nil for none) and returns the status and body.
 // Admin paths get the bearer token. Safe for concurrent use.
 func (b *Backend) Do(t testing.TB, method, path string, body any) (int, []byte) {
+	return b.do(t, method, path, body, nil)
+}
+
+// DoWithHeader sends a request without a body, with one header set as given (replacing the
+// admin token on admin paths).
+func (b *Backend) DoWithHeader(t testing.TB, method, path, name, value string) (int, []byte) {
+	return b.do(t, method, path, nil, func(req *fasthttp.Request) { req.Header.Set(name, value) })
+}
+
+func (b *Backend) do(t testing.TB, method, path string, body any, edit func(*fasthttp.Request)) (int, []byte) {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -97,6 +107,9 @@ func (b *Backend) Do(t testing.TB, method, path string, body any) (int, []byte) 
 		req.SetBody(raw)
 	}
 	req.Header.SetContentType("application/json")
+	if edit != nil {
+		edit(req)
+	}
 	if err := b.client.DoTimeout(req, resp, 15*time.Second); err != nil {
 		t.Errorf("%s %s: %v", method, path, err)
 		return 0, nil

@@ -4,14 +4,14 @@ import "time"
 
 // VoucherSpec is the body of POST /admin/vouchers. Pointers tell a missing field from zero.
 type VoucherSpec struct {
-	Code           string     `json:"code"`
-	DiscountAmount *int64     `json:"discountAmount"`
-	MinOrderAmount int64      `json:"minOrderAmount"`
-	TotalLimit     *int       `json:"totalLimit"`
-	PerUserLimit   *int       `json:"perUserLimit"` // default 1
-	StartsAt       *time.Time `json:"startsAt"`
-	EndsAt         *time.Time `json:"endsAt"`
-	FlashSale      bool       `json:"flashSale"`
+	Code           string `json:"code"`
+	DiscountAmount *int64 `json:"discountAmount"`
+	MinOrderAmount int64  `json:"minOrderAmount"`
+	TotalLimit     *int   `json:"totalLimit"`
+	PerUserLimit   *int   `json:"perUserLimit"` // default 1
+	StartsAt       string `json:"startsAt"`     // RFC 3339, parsed by the receiver to name a bad one
+	EndsAt         string `json:"endsAt"`
+	FlashSale      bool   `json:"flashSale"`
 }
 
 // Bounds on a voucher's limits.
