@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/backend/app"
 	"vouchergate/shared/config"
+	"vouchergate/shared/events"
 	"vouchergate/testkit"
 )
 
@@ -62,7 +65,10 @@ func Start(t testing.TB, cfg config.Backend, opts ...app.Option) *Backend {
 		t.Fatalf("listen: %v", err)
 	}
 	go a.Serve(ln)
-	t.Cleanup(func() { a.Close() })
+	t.Cleanup(func() {
+		a.Close()
+		deleteBucket(cfg)
+	})
 	return &Backend{
 		URL: "http://" + ln.Addr().String(), Addr: ln.Addr().String(), App: a, Config: cfg,
 		client: &fasthttp.Client{MaxConnsPerHost: 512, MaxConnWaitTimeout: 20 * time.Second,
@@ -156,4 +162,20 @@ func (b *Backend) CreateVoucher(t testing.TB, v Voucher) {
 func (b *Backend) Reserve(t testing.TB, code, customer, order string, amount int64) (int, []byte) {
 	return b.Do(t, "POST", "/vouchers/"+code+"/reservations",
 		map[string]any{"customerId": customer, "orderId": order, "orderAmount": amount})
+}
+
+// deleteBucket removes the test's sold-out bucket from the shared NATS server.
+func deleteBucket(cfg config.Backend) {
+	nc, err := nats.Connect(cfg.NATSURL, nats.Timeout(time.Second))
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = js.DeleteKeyValue(ctx, events.Names{Prefix: cfg.NATSPrefix}.StateBucket())
 }
