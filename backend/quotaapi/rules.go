@@ -1,0 +1,187 @@
+package quotaapi
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/backend/quota"
+	"vouchergate/shared/wire"
+)
+
+// PutRule answers POST /admin/quota-rules with a wire.QuotaRuleRequest: 201 wire.QuotaRule
+// when created, 200 when a rule of the same bizId, identityType, dimension and window got the
+// new limit; 400, 409 TOO_MANY_QUOTA_RULES, 413, 503.
+func (h *Handlers) PutRule(ctx *fasthttp.RequestCtx) {
+	var req wire.QuotaRuleRequest
+	if !h.decode(ctx, &req) {
+		return
+	}
+	r, err := ruleFromWire(&req)
+	if err != nil {
+		h.fail(ctx, err)
+		return
+	}
+	dbctx, cancel := context.WithTimeout(context.Background(), h.dbTimeout)
+	defer cancel()
+	saved, created, err := h.svc.PutRule(dbctx, r)
+	if err != nil {
+		h.fail(ctx, err)
+		return
+	}
+	status := fasthttp.StatusOK
+	if created {
+		status = fasthttp.StatusCreated
+	}
+	out := ruleWire(&saved)
+	h.json(ctx, status, &out)
+}
+
+// ListRules answers GET /admin/quota-rules[?bizId=]: 200 wire.QuotaRules, 400, 503.
+func (h *Handlers) ListRules(ctx *fasthttp.RequestCtx) {
+	var bizID int64
+	if v := ctx.QueryArgs().Peek("bizId"); v != nil {
+		var err error
+		if bizID, err = positiveInt("bizId", v); err != nil {
+			h.fail(ctx, err)
+			return
+		}
+	}
+	dbctx, cancel := context.WithTimeout(context.Background(), h.dbTimeout)
+	defer cancel()
+	rs, err := h.svc.Rules(dbctx, bizID)
+	if err != nil {
+		h.fail(ctx, err)
+		return
+	}
+	out := wire.QuotaRules{Rules: make([]wire.QuotaRule, len(rs))}
+	for i := range rs {
+		out.Rules[i] = ruleWire(&rs[i])
+	}
+	h.json(ctx, fasthttp.StatusOK, &out)
+}
+
+// GetRule answers GET /admin/quota-rules/{id}: 200 wire.QuotaRule, 400, 404
+// QUOTA_RULE_NOT_FOUND, 503.
+func (h *Handlers) GetRule(ctx *fasthttp.RequestCtx) {
+	id, err := ruleID(ctx)
+	if err != nil {
+		h.fail(ctx, err)
+		return
+	}
+	dbctx, cancel := context.WithTimeout(context.Background(), h.dbTimeout)
+	defer cancel()
+	r, err := h.svc.Rule(dbctx, id)
+	if err != nil {
+		h.fail(ctx, err)
+		return
+	}
+	out := ruleWire(&r)
+	h.json(ctx, fasthttp.StatusOK, &out)
+}
+
+// DeleteRule answers DELETE /admin/quota-rules/{id}: 200 with the deleted wire.QuotaRule,
+// 400, 404 QUOTA_RULE_NOT_FOUND, 503. Counters it implied are left to expire.
+func (h *Handlers) DeleteRule(ctx *fasthttp.RequestCtx) {
+	id, err := ruleID(ctx)
+	if err != nil {
+		h.fail(ctx, err)
+		return
+	}
+	dbctx, cancel := context.WithTimeout(context.Background(), h.dbTimeout)
+	defer cancel()
+	r, err := h.svc.DeleteRule(dbctx, id)
+	if err != nil {
+		h.fail(ctx, err)
+		return
+	}
+	out := ruleWire(&r)
+	h.json(ctx, fasthttp.StatusOK, &out)
+}
+
+func ruleFromWire(req *wire.QuotaRuleRequest) (quota.Rule, error) {
+	if req.Limit == nil {
+		return quota.Rule{}, &quota.InvalidError{Msg: "limit is required"}
+	}
+	w, err := windowFromWire(&req.Window)
+	if err != nil {
+		return quota.Rule{}, err
+	}
+	r := quota.Rule{BizID: req.BizID, IdentityType: req.IdentityType, Dimension: req.Dimension, Limit: *req.Limit, Window: w}
+	return r, r.Validate()
+}
+
+func windowFromWire(w *wire.QuotaWindow) (quota.Window, error) {
+	bad := func(msg string) (quota.Window, error) { return quota.Window{}, &quota.InvalidError{Msg: msg} }
+	t := quota.WindowType(w.Type)
+	switch t {
+	case quota.Day, quota.Week, quota.Month:
+		if w.Size != "" || w.Start != nil || w.End != nil {
+			return bad("a " + w.Type + " window takes only timezone")
+		}
+		return quota.NewCalendarWindow(t, w.Timezone)
+	case quota.Rolling:
+		if w.Timezone != "" || w.Start != nil || w.End != nil {
+			return bad("a ROLLING window takes only size")
+		}
+		if w.Size == "" {
+			return bad("window.size is required for a ROLLING window, e.g. \"24h\" or \"7d\"")
+		}
+		d, err := parseSize(w.Size)
+		if err != nil {
+			return bad("window.size " + strconv.Quote(clip(w.Size)) + " is not a duration such as \"24h\", \"90m\" or \"7d\"")
+		}
+		return quota.NewRollingWindow(d)
+	case quota.Fixed:
+		if w.Timezone != "" || w.Size != "" {
+			return bad("a FIXED window takes only start and end")
+		}
+		if w.Start == nil || w.End == nil {
+			return bad("window.start and window.end are required for a FIXED window (RFC 3339)")
+		}
+		return quota.NewFixedWindow(*w.Start, *w.End)
+	case "":
+		return bad("window.type is required: DAY, WEEK, MONTH, ROLLING or FIXED")
+	}
+	return bad("window.type " + strconv.Quote(clip(w.Type)) + " is not DAY, WEEK, MONTH, ROLLING or FIXED")
+}
+
+// parseSize reads a Go duration, or a whole number of days such as "7d".
+func parseSize(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n <= 0 || n > 366 {
+			return 0, strconv.ErrSyntax
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
+}
+
+// formatSize writes a duration in its largest whole unit: "24h", "90m", "45s", "1500ms".
+func formatSize(d time.Duration) string {
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if d%u.d == 0 {
+			return strconv.FormatInt(int64(d/u.d), 10) + u.name
+		}
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+func ruleWire(r *quota.Rule) wire.QuotaRule {
+	return wire.QuotaRule{ID: r.ID, BizID: r.BizID, IdentityType: r.IdentityType, Dimension: r.Dimension,
+		Limit: r.Limit, Window: windowWire(r.Window), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
