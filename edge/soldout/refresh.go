@@ -16,7 +16,8 @@ type Source interface {
 }
 
 // Refresher reads vouchers' states from a Source when asked, at most once per voucher per
-// interval and a few at a time, and applies them to a Cache. It is how the edge learns a
+// interval and a few at a time, and applies them to a Cache. An ask that comes too soon is
+// kept for when the interval has passed, so none is lost. It is how the edge learns a
 // sell-out from a 409 passing through (NATS may be down) and keeps a busy entry alive past its
 // TTL while the voucher stays sold out.
 type Refresher struct {
@@ -29,9 +30,10 @@ type Refresher struct {
 	asks chan string
 	slot chan struct{} // bounds reads in flight
 
-	mu   sync.Mutex
-	last map[string]time.Time // when a read of code last started
-	busy map[string]bool      // codes being read
+	mu    sync.Mutex
+	last  map[string]time.Time // when a read of code last started
+	busy  map[string]bool      // codes being read
+	later map[string]bool      // codes planned to be read once the interval has passed
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -45,7 +47,8 @@ func NewRefresher(cache *Cache, src Source, every, timeout time.Duration, log *s
 	r := &Refresher{
 		cache: cache, src: src, every: every, timeout: timeout, log: log,
 		asks: make(chan string, 64), slot: make(chan struct{}, maxInFlight),
-		last: map[string]time.Time{}, busy: map[string]bool{}, stop: make(chan struct{}),
+		last: map[string]time.Time{}, busy: map[string]bool{}, later: map[string]bool{},
+		stop: make(chan struct{}),
 	}
 	r.done.Add(1)
 	go r.run()
@@ -87,19 +90,22 @@ func (r *Refresher) run() {
 func (r *Refresher) start(code string) {
 	now := time.Now()
 	r.mu.Lock()
-	if r.busy[code] || now.Sub(r.last[code]) < r.every {
-		r.mu.Unlock()
+	defer r.mu.Unlock()
+	if r.busy[code] || r.later[code] {
+		return // the read in flight or the one planned will do
+	}
+	if wait := r.every - now.Sub(r.last[code]); wait > 0 {
+		r.planLocked(code, wait)
 		return
 	}
 	select {
 	case r.slot <- struct{}{}:
 	default:
-		r.mu.Unlock()
+		r.planLocked(code, r.every)
 		return
 	}
 	r.busy[code] = true
 	r.last[code] = now
-	r.mu.Unlock()
 
 	r.done.Add(1)
 	go func() {
@@ -110,6 +116,17 @@ func (r *Refresher) start(code string) {
 		delete(r.busy, code)
 		r.mu.Unlock()
 	}()
+}
+
+// planLocked asks again for code after wait, so that an ask that came too soon is not lost.
+func (r *Refresher) planLocked(code string, wait time.Duration) {
+	r.later[code] = true
+	time.AfterFunc(wait, func() {
+		r.mu.Lock()
+		delete(r.later, code)
+		r.mu.Unlock()
+		r.Ask(code)
+	})
 }
 
 func (r *Refresher) read(code string) {
@@ -143,7 +160,7 @@ func (r *Refresher) forget() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for code, t := range r.last {
-		if now.Sub(t) >= r.every && !r.busy[code] {
+		if now.Sub(t) >= r.every && !r.busy[code] && !r.later[code] {
 			delete(r.last, code)
 		}
 	}

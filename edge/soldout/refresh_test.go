@@ -112,3 +112,20 @@ func TestRefresherCloseCancelsReads(t *testing.T) {
 		t.Fatal("Close waited for a read that could not finish")
 	}
 }
+
+func TestRefresherKeepsAnAskThatCameTooSoon(t *testing.T) {
+	c := New(Options{TTL: time.Minute})
+	src := &states{m: map[string]events.VoucherState{"FLASH": soldOut("FLASH", "o-1")}}
+	r := NewRefresher(c, src, 100*time.Millisecond, time.Second, quiet)
+	defer r.Close()
+	r.Ask("FLASH")
+	eventually(t, "sold out learned", func() bool { e, _ := c.Lookup([]byte("FLASH")); return e != nil })
+	src.mu.Lock()
+	src.m["FLASH"] = events.VoucherState{Code: "FLASH"} // a release, right after
+	src.mu.Unlock()
+	r.Ask("FLASH") // within the interval: must not be lost
+	eventually(t, "back in stock learned", func() bool { e, _ := c.Lookup([]byte("FLASH")); return e == nil })
+	if n := src.reads.Load(); n != 2 {
+		t.Fatalf("reads = %d; want 2", n)
+	}
+}

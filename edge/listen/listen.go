@@ -1,0 +1,236 @@
+// Package listen keeps the edge's sold-out cache in step with the backends over NATS.
+//
+// The edge reads the JetStream key-value bucket the backends write (events.Names.StateBucket,
+// one key per voucher holding its latest events.VoucherState) with a watch, started at
+// start-up and again after every reconnect. We chose the watch over a snapshot request
+// answered by the backends because:
+//   - the bucket keeps every voucher's latest state even when no backend runs, and a backend
+//     that restarted knows nothing it could answer a snapshot with;
+//   - one watch delivers the current value of every key, then a marker, then every later change
+//     in the bucket's order, so there is no gap between "snapshot taken" and "listening", and
+//     no need to order a snapshot against events by clocks.
+//
+// The backends also publish each state on a plain subject; the edge does not subscribe to it,
+// since the watch already carries the same payload in order.
+package listen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"vouchergate/edge/soldout"
+	"vouchergate/shared/events"
+)
+
+// Options configure a Listener.
+type Options struct {
+	URL        string        // nats://host:port
+	Names      events.Names  // subjects and bucket
+	RetryEvery time.Duration // between attempts to watch while JetStream fails; 1s when 0
+}
+
+// Listener applies the backends' voucher states to a cache. Start it once; Close stops it.
+type Listener struct {
+	o     Options
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	cache *soldout.Cache
+	log   *slog.Logger
+
+	resync   chan struct{}
+	synced   chan struct{} // closed after the first complete snapshot
+	syncOnce sync.Once
+	syncs    atomic.Uint64 // complete snapshots so far
+	applied  atomic.Uint64 // states applied from the bucket
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Start connects to NATS and starts watching. It does not wait for NATS: when it is down the
+// listener keeps trying, and the edge learns from the backends meanwhile.
+func Start(o Options, cache *soldout.Cache, log *slog.Logger) (*Listener, error) {
+	if o.RetryEvery <= 0 {
+		o.RetryEvery = time.Second
+	}
+	l := &Listener{
+		o: o, cache: cache, log: log,
+		resync: make(chan struct{}, 1), synced: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	nc, err := nats.Connect(o.URL,
+		nats.Name("vouchergate-edge"),
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.ConnectHandler(func(*nats.Conn) { l.askResync() }),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			log.Info("NATS reconnected; reading the sold-out set again")
+			l.askResync()
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn("NATS disconnected; learning sold-out vouchers from the backends meanwhile", "err", err)
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("VG_NATS_URL=%s: connect: %w", o.URL, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("NATS JetStream: %w", err)
+	}
+	l.nc, l.js = nc, js
+	if nc.IsConnected() {
+		l.askResync()
+	}
+	go l.run()
+	return l, nil
+}
+
+// Synced is closed once the listener has read the whole bucket for the first time.
+func (l *Listener) Synced() <-chan struct{} { return l.synced }
+
+// Syncs is the number of complete reads of the bucket so far: one at start, one more after
+// each reconnect.
+func (l *Listener) Syncs() uint64 { return l.syncs.Load() }
+
+// Applied is the number of states applied from the bucket.
+func (l *Listener) Applied() uint64 { return l.applied.Load() }
+
+// Connected reports whether the NATS connection is up.
+func (l *Listener) Connected() bool { return l.nc.IsConnected() }
+
+// Close stops watching and closes the connection.
+func (l *Listener) Close() {
+	close(l.stop)
+	<-l.done
+	l.nc.Close()
+}
+
+func (l *Listener) askResync() {
+	select {
+	case l.resync <- struct{}{}:
+	default:
+	}
+}
+
+func (l *Listener) run() {
+	defer close(l.done)
+	var (
+		current *watch
+		updates <-chan jetstream.KeyValueEntry
+		retry   <-chan time.Time
+	)
+	defer func() { current.stop() }()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-l.resync:
+		case <-retry:
+			retry = nil
+		case e, ok := <-updates:
+			if ok {
+				l.handle(e)
+			} else {
+				updates = nil // the connection closed under the watch; a reconnect asks again
+			}
+			continue
+		}
+		current.stop()
+		current, updates = nil, nil
+		w, err := l.watch()
+		if err != nil {
+			l.log.Warn("watch voucher states; will retry", "bucket", l.o.Names.StateBucket(), "err", err)
+			retry = time.After(l.o.RetryEvery)
+			continue
+		}
+		current, updates = w, w.w.Updates()
+	}
+}
+
+// watch is a running watch of the bucket and the context it lives in: the ordered consumer
+// under it uses that context again whenever it recreates itself.
+type watch struct {
+	w      jetstream.KeyWatcher
+	cancel context.CancelFunc
+}
+
+func (w *watch) stop() {
+	if w != nil {
+		_ = w.w.Stop()
+		w.cancel()
+	}
+}
+
+// watch binds the bucket, creating it (with the backends' settings) if no backend has yet,
+// and watches every key.
+func (l *Listener) watch() (*watch, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := l.watchIn(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &watch{w: w, cancel: cancel}, nil
+}
+
+func (l *Listener) watchIn(ctx context.Context) (jetstream.KeyWatcher, error) {
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	name := l.o.Names.StateBucket()
+	kv, err := l.js.KeyValue(bctx, name)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = l.js.CreateKeyValue(bctx, jetstream.KeyValueConfig{Bucket: name, History: 1})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = l.js.KeyValue(bctx, name)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bind bucket %s: %w", name, err)
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("watch bucket %s: %w", name, err)
+	}
+	return w, nil
+}
+
+func (l *Listener) handle(e jetstream.KeyValueEntry) {
+	if e == nil { // the current value of every key has been delivered
+		n := l.syncs.Add(1)
+		l.syncOnce.Do(func() { close(l.synced) })
+		l.log.Info("sold-out set read from NATS", "sync", n, "soldOut", len(l.cache.Codes()))
+		return
+	}
+	code := e.Key()
+	var s events.VoucherState
+	switch e.Operation() {
+	case jetstream.KeyValuePut:
+		var err error
+		if s, err = events.DecodeVoucherState(e.Value()); err != nil {
+			l.log.Warn("voucher state in bucket", "code", code, "err", err)
+			return
+		}
+		if s.Code != code {
+			l.log.Warn("voucher state in bucket under another key", "key", code, "code", s.Code)
+			return
+		}
+	default: // deleted or purged: nothing says it is sold out
+		s = events.VoucherState{Code: code}
+	}
+	if err := l.cache.Apply(s); err != nil {
+		l.log.Warn("apply voucher state", "code", code, "err", err)
+		return
+	}
+	l.applied.Add(1)
+}

@@ -1,0 +1,211 @@
+package listen
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"vouchergate/edge/soldout"
+	"vouchergate/shared/events"
+	"vouchergate/testkit"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// backendSide writes voucher states as the backend's notifier does.
+type backendSide struct {
+	t     *testing.T
+	names events.Names
+	js    jetstream.JetStream
+}
+
+func newBackendSide(t *testing.T, url string, names events.Names) *backendSide {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &backendSide{t: t, names: names, js: js}
+}
+
+func (b *backendSide) put(s events.VoucherState) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The backend's own call: it must work whether or not an edge created the bucket first.
+	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b.names.StateBucket(), History: 1})
+	if err != nil {
+		b.t.Fatalf("backend side: bucket: %v", err)
+	}
+	payload, err := s.Encode()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, s.Code, payload); err != nil {
+		b.t.Fatalf("backend side: put: %v", err)
+	}
+}
+
+func (b *backendSide) putRaw(key string, payload []byte) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b.names.StateBucket(), History: 1})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, key, payload); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func soldOut(code string, holders ...string) events.VoucherState {
+	return events.VoucherState{Code: code, SoldOut: true, At: time.Now().UTC(), Holders: events.NewHolderFilter(holders)}
+}
+
+func start(t *testing.T, url string, names events.Names) (*Listener, *soldout.Cache) {
+	t.Helper()
+	cache := soldout.New(soldout.Options{TTL: time.Minute})
+	l, err := Start(Options{URL: url, Names: names, RetryEvery: 100 * time.Millisecond}, cache, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l, cache
+}
+
+func waitSynced(t *testing.T, l *Listener) {
+	t.Helper()
+	select {
+	case <-l.Synced():
+	case <-time.After(10 * time.Second):
+		t.Fatal("listener never read the bucket")
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func soldOutIn(c *soldout.Cache, code string) bool {
+	e, _ := c.Lookup([]byte(code))
+	return e != nil
+}
+
+func TestLearnsSellOutAndBackInStock(t *testing.T) {
+	names := events.Names{Prefix: testkit.NATSPrefix()}
+	l, cache := start(t, testkit.NATSURL, names) // creates the bucket: no backend yet
+	waitSynced(t, l)
+	b := newBackendSide(t, testkit.NATSURL, names)
+
+	b.put(soldOut("FLASH", "o-1"))
+	eventually(t, "sell-out learned", func() bool { return soldOutIn(cache, "FLASH") })
+	if e, _ := cache.Lookup([]byte("FLASH")); !e.MayHold([]byte("o-1")) {
+		t.Fatal("holders lost on the way")
+	}
+	b.put(events.VoucherState{Code: "FLASH", At: time.Now().UTC()})
+	eventually(t, "back in stock learned", func() bool { return !soldOutIn(cache, "FLASH") })
+}
+
+func TestStartedAfterTheSellOutKnowsItOnceSynced(t *testing.T) {
+	names := events.Names{Prefix: testkit.NATSPrefix()}
+	b := newBackendSide(t, testkit.NATSURL, names)
+	b.put(soldOut("EARLY", "o-1"))
+	b.put(soldOut("BACK", "o-2"))
+	b.put(events.VoucherState{Code: "BACK", At: time.Now().UTC()})
+
+	l, cache := start(t, testkit.NATSURL, names)
+	waitSynced(t, l)
+	if !soldOutIn(cache, "EARLY") {
+		t.Fatal("a voucher sold out before start is not known once synced")
+	}
+	if soldOutIn(cache, "BACK") {
+		t.Fatal("a voucher back in stock before start is answered as sold out")
+	}
+}
+
+func TestIgnoresStatesItCannotUse(t *testing.T) {
+	names := events.Names{Prefix: testkit.NATSPrefix()}
+	b := newBackendSide(t, testkit.NATSURL, names)
+	b.putRaw("BROKEN", []byte(`{"code":"BROKEN","soldOut":true}`)) // no holders
+	b.putRaw("GARBAGE", []byte(`not json`))
+	b.putRaw("OTHER", mustEncode(t, soldOut("ELSE", "o-1"))) // under another key
+	b.put(soldOut("GOOD", "o-1"))
+
+	l, cache := start(t, testkit.NATSURL, names)
+	waitSynced(t, l)
+	for _, code := range []string{"BROKEN", "GARBAGE", "OTHER", "ELSE"} {
+		if soldOutIn(cache, code) {
+			t.Errorf("%s answered as sold out from an unusable state", code)
+		}
+	}
+	if !soldOutIn(cache, "GOOD") {
+		t.Error("a good state beside bad ones was not applied")
+	}
+}
+
+func mustEncode(t *testing.T, s events.VoucherState) []byte {
+	b, err := s.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestResyncsAfterNATSReturns(t *testing.T) {
+	srv := testkit.StartNATS(t)
+	names := events.Names{Prefix: testkit.NATSPrefix()}
+	b := newBackendSide(t, srv.URL(), names)
+	b.put(soldOut("FLASH", "o-1"))
+	l, cache := start(t, srv.URL(), names)
+	waitSynced(t, l)
+	if !soldOutIn(cache, "FLASH") {
+		t.Fatal("sell-out not learned")
+	}
+
+	srv.Kill()
+	eventually(t, "listener sees NATS down", func() bool { return !l.Connected() })
+	before := l.Syncs()
+	srv.Start()
+	eventually(t, "listener reconnected and read the bucket again", func() bool { return l.Syncs() > before })
+	if !soldOutIn(cache, "FLASH") {
+		t.Fatal("sold-out entry lost over the reconnect")
+	}
+	b.put(events.VoucherState{Code: "FLASH", At: time.Now().UTC()})
+	eventually(t, "back in stock learned after the reconnect", func() bool { return !soldOutIn(cache, "FLASH") })
+}
+
+func TestStartsWithNATSDownAndSyncsWhenItComes(t *testing.T) {
+	srv := testkit.StartNATS(t)
+	names := events.Names{Prefix: testkit.NATSPrefix()}
+	b := newBackendSide(t, srv.URL(), names)
+	b.put(soldOut("FLASH", "o-1"))
+	srv.Stop()
+
+	l, cache := start(t, srv.URL(), names)
+	if l.Connected() {
+		t.Fatal("connected to a stopped server")
+	}
+	srv.Start()
+	waitSynced(t, l)
+	if !soldOutIn(cache, "FLASH") {
+		t.Fatal("sell-out not learned once NATS came")
+	}
+}

@@ -1,0 +1,75 @@
+package proxy
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/edge/upstream"
+	"vouchergate/shared/wire"
+)
+
+// Error codes the edge adds to wire's, for answers only a gateway gives.
+const (
+	CodeBadGateway     = "BAD_GATEWAY"
+	CodeGatewayTimeout = "GATEWAY_TIMEOUT"
+	CodeHeaderTooLarge = "HEADER_TOO_LARGE"
+	CodeRequestTimeout = "REQUEST_TIMEOUT"
+)
+
+var (
+	contentTypeJSON = []byte("application/json")
+	soldOutBody     = []byte(`{"error":"` + wire.CodeOutOfStock + `"}`)
+)
+
+// answer writes a JSON error. Messages are the edge's own words, never an error's text.
+func answer(ctx *fasthttp.RequestCtx, status int, code, message string) {
+	if status == fasthttp.StatusServiceUnavailable {
+		ctx.Response.Header.Set("Retry-After", "1")
+	}
+	b, _ := json.Marshal(wire.Error{Error: code, Message: message})
+	ctx.SetStatusCode(status)
+	ctx.Response.Header.SetContentTypeBytes(contentTypeJSON)
+	ctx.SetBody(b)
+}
+
+// answerSoldOut writes the 409 for a sold-out voucher. It does not allocate.
+func answerSoldOut(ctx *fasthttp.RequestCtx) {
+	ctx.SetStatusCode(fasthttp.StatusConflict)
+	ctx.Response.Header.SetContentTypeBytes(contentTypeJSON)
+	ctx.Response.SetBodyRaw(soldOutBody)
+}
+
+// upstreamFailure maps a failed call to its answer.
+func upstreamFailure(err error) (status int, code, message string) {
+	switch {
+	case errors.Is(err, upstream.ErrNoBackend):
+		return fasthttp.StatusServiceUnavailable, wire.CodeUnavailable, "no backend is available; retry shortly"
+	case errors.Is(err, fasthttp.ErrNoFreeConns):
+		return fasthttp.StatusServiceUnavailable, wire.CodeUnavailable, "the upstream is busy; retry shortly"
+	case upstream.TimedOut(err):
+		return fasthttp.StatusGatewayTimeout, CodeGatewayTimeout, "the upstream did not answer in time"
+	case upstream.Refused(err):
+		return fasthttp.StatusBadGateway, CodeBadGateway, "the upstream could not be reached"
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return fasthttp.StatusBadGateway, CodeBadGateway, "the upstream's answer is larger than the limit"
+	}
+	return fasthttp.StatusBadGateway, CodeBadGateway, "the upstream's answer was cut short or malformed"
+}
+
+// readFailure answers a request fasthttp could not read (the server's ErrorHandler).
+func readFailure(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var ne interface{ Timeout() bool }
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		answer(ctx, fasthttp.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "the body is larger than the limit")
+	case errors.As(err, &small):
+		answer(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, CodeHeaderTooLarge, "the request header is larger than the limit")
+	case errors.As(err, &ne) && ne.Timeout():
+		answer(ctx, fasthttp.StatusRequestTimeout, CodeRequestTimeout, "the request was not read in time")
+	default:
+		answer(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "malformed HTTP request")
+	}
+}

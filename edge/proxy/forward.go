@@ -1,0 +1,123 @@
+package proxy
+
+import (
+	"bytes"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// hopByHop are the headers that describe one connection, not the message (RFC 9110 §7.6.1),
+// plus Expect: the edge has already read the whole body.
+var hopByHop = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect",
+}
+
+const headerRequestID = "X-Request-Id"
+
+// headers is what request and response headers share for removing hop-by-hop ones.
+type headers interface {
+	PeekAll(key string) [][]byte
+	Del(key string)
+	DelBytes(key []byte)
+}
+
+// stripHopByHop removes hop-by-hop headers, including those the Connection header names.
+func stripHopByHop(h headers) {
+	var named [8][]byte
+	names := named[:0]
+	for _, v := range h.PeekAll("Connection") {
+		for tok := range bytes.SplitSeq(v, []byte{','}) {
+			if tok = bytes.TrimSpace(tok); len(tok) > 0 {
+				names = append(names, append([]byte(nil), tok...)) // the header's storage moves as we delete
+			}
+		}
+	}
+	for _, name := range names {
+		h.DelBytes(name)
+	}
+	for _, name := range hopByHop {
+		h.Del(name)
+	}
+}
+
+// appendForwardedFor folds every X-Forwarded-For into one and appends the client's address.
+func appendForwardedFor(h *fasthttp.RequestHeader, client net.Addr) {
+	var buf [256]byte
+	v := buf[:0]
+	for _, prior := range h.PeekAll("X-Forwarded-For") {
+		if prior = bytes.TrimSpace(prior); len(prior) > 0 {
+			v = append(v, prior...)
+			v = append(v, ", "...)
+		}
+	}
+	if tcp, ok := client.(*net.TCPAddr); ok {
+		v = tcp.AddrPort().Addr().Unmap().AppendTo(v)
+	} else {
+		v = append(v, "unknown"...)
+	}
+	h.Del("X-Forwarded-For")
+	h.SetBytesV("X-Forwarded-For", v)
+}
+
+// requestID returns the client's request id when it is a sane one, or a new one written to buf.
+func (p *Proxy) requestID(ctx *fasthttp.RequestCtx, buf []byte) []byte {
+	if id := ctx.Request.Header.Peek(headerRequestID); validRequestID(id) {
+		return id
+	}
+	buf = append(buf[:0], p.idPrefix...)
+	return strconv.AppendUint(buf, p.idSeq.Add(1), 36)
+}
+
+// validRequestID accepts 1 to 128 bytes of letters, digits and -._:
+func validRequestID(id []byte) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// forward sends the request to `to` within timeout and relays the answer, or a JSON 502, 503
+// or 504 when there is none. When code is set (a reservation), a 409 OUT_OF_STOCK passing
+// through asks for the voucher's holders.
+func (p *Proxy) forward(ctx *fasthttp.RequestCtx, to Doer, timeout time.Duration, code []byte) {
+	var idBuf [64]byte
+	id := p.requestID(ctx, idBuf[:0])
+
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	ctx.Request.CopyTo(req)
+	stripHopByHop(&req.Header)
+	appendForwardedFor(&req.Header, ctx.RemoteAddr())
+	req.Header.SetBytesV(headerRequestID, id)
+
+	resp := &ctx.Response
+	if err := to.Do(req, resp, time.Now().Add(timeout)); err != nil {
+		resp.Reset()
+		status, errCode, message := upstreamFailure(err)
+		p.m.upstreamError(status)
+		if p.errLog.allow() {
+			p.log.Warn("upstream call failed", "path", string(ctx.Path()), "status", status, "err", err, "requestId", string(id))
+		}
+		answer(ctx, status, errCode, message)
+		resp.Header.SetBytesV(headerRequestID, id)
+		return
+	}
+	stripHopByHop(&resp.Header)
+	resp.Header.ResetConnectionClose() // the client's connection is the server's to manage
+	resp.Header.SetBytesV(headerRequestID, id)
+	if code != nil && resp.StatusCode() == fasthttp.StatusConflict && bytes.Contains(resp.Body(), outOfStockCode) {
+		p.m.learnedFrom409.Add(1)
+		p.o.Refresher.Ask(string(code))
+	}
+}
+
+var outOfStockCode = []byte(`"OUT_OF_STOCK"`)

@@ -1,0 +1,143 @@
+// Package proxy is the edge's HTTP handler: it answers reservations for sold-out vouchers from
+// the sold-out cache, sends voucher and quota requests to the backend pool and everything else
+// to the checkout API, with bounded calls and clean headers, and answers its own /healthz,
+// /readyz and /metrics.
+//
+// A request's way: route by path (routes.go) → sold-out check for reservations (soldout.go) →
+// forward (forward.go) → relay the answer, or a JSON error (answers.go).
+package proxy
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/edge/soldout"
+	"vouchergate/shared/wire"
+)
+
+// Doer sends a request upstream and reads the answer by a deadline. Implementations MUST be
+// safe for concurrent use and MUST NOT keep working on the call after returning.
+type Doer interface {
+	Do(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error
+}
+
+// Asker is told which voucher's state to read again (soldout.Refresher). Ask MUST NOT block.
+type Asker interface {
+	Ask(code string)
+}
+
+// Options configure a Proxy. Backends, SoldOut and Refresher are required.
+type Options struct {
+	Backends        Doer                    // the backend pool: voucher and quota paths
+	Checkout        Doer                    // the checkout API: every other path; nil: 404
+	SoldOut         *soldout.Cache          // vouchers known to be sold out, with their holders
+	Refresher       Asker                   // reads a voucher's holders after a passing 409
+	Local           fasthttp.RequestHandler // /healthz, /readyz, /metrics; nil: 404
+	BackendTimeout  time.Duration           // one backend call, in all
+	CheckoutTimeout time.Duration           // one checkout call, in all
+	MaxAPIBodyBytes int                     // body limit of voucher and quota requests
+	Log             *slog.Logger
+}
+
+// Proxy is the edge's handler. It is safe for concurrent use.
+type Proxy struct {
+	o        Options
+	log      *slog.Logger
+	m        counters
+	idPrefix []byte // this edge's request-id prefix
+	idSeq    atomic.Uint64
+	errLog   logLimit
+}
+
+// New returns a Proxy.
+func New(o Options) *Proxy {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	return &Proxy{o: o, log: o.Log, idPrefix: []byte("edge-" + hex.EncodeToString(r[:]) + "-"), errLog: logLimit{every: time.Second}}
+}
+
+// Handle routes one request.
+func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
+	defer p.recoverPanic(ctx)
+	if ctx.IsConnect() || ctx.IsTrace() {
+		p.reject(ctx, fasthttp.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "CONNECT and TRACE are not served")
+		return
+	}
+	m := matchPath(ctx.Path())
+	p.m.requests[m.route].Add(1)
+	if m.allow != "" && string(ctx.Method()) != m.allow && !(m.route == routeLocal && ctx.IsHead()) {
+		ctx.Response.Header.Set("Allow", m.allow)
+		p.reject(ctx, fasthttp.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "use "+m.allow)
+		return
+	}
+	switch m.route {
+	case routeLocal:
+		if p.o.Local == nil {
+			p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")
+			return
+		}
+		p.o.Local(ctx)
+	case routeCheckout:
+		if p.o.Checkout == nil {
+			p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")
+			return
+		}
+		p.forward(ctx, p.o.Checkout, p.o.CheckoutTimeout, nil)
+	case routeNotFound:
+		p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")
+	case routeBadCode:
+		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "voucher code must match ^[A-Z0-9_-]{1,32}$")
+	case routeBadOrder:
+		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "orderId must be 1 to 64 bytes of UTF-8 without control characters or '/'")
+	default: // reserve, confirm, release, quota
+		if len(ctx.Request.Body()) > p.o.MaxAPIBodyBytes {
+			p.reject(ctx, fasthttp.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "the body is larger than the limit")
+			return
+		}
+		if m.route == routeReserve {
+			p.reserve(ctx, m.code)
+			return
+		}
+		p.forward(ctx, p.o.Backends, p.o.BackendTimeout, nil)
+	}
+}
+
+func (p *Proxy) reject(ctx *fasthttp.RequestCtx, status int, code, message string) {
+	p.m.rejectedRequest.Add(1)
+	answer(ctx, status, code, message)
+}
+
+// ReadFailure answers a request that could not be read; use it as the server's ErrorHandler.
+func (p *Proxy) ReadFailure(ctx *fasthttp.RequestCtx, err error) {
+	p.m.rejectedRequest.Add(1)
+	readFailure(ctx, err)
+}
+
+// recoverPanic turns a panic into a 500, so that one bad request cannot stop the edge.
+func (p *Proxy) recoverPanic(ctx *fasthttp.RequestCtx) {
+	if r := recover(); r != nil {
+		p.log.Error("panic serving request", "path", string(ctx.Path()), "panic", r)
+		ctx.Response.Reset()
+		answer(ctx, fasthttp.StatusInternalServerError, wire.CodeInternal, "the edge failed on this request")
+	}
+}
+
+// logLimit lets one log line through per interval, so a dead upstream does not flood the log.
+type logLimit struct {
+	every time.Duration
+	last  atomic.Int64
+}
+
+func (l *logLimit) allow() bool {
+	now := time.Now().UnixNano()
+	last := l.last.Load()
+	return now-last >= int64(l.every) && l.last.CompareAndSwap(last, now)
+}

@@ -1,0 +1,93 @@
+package proxy
+
+import (
+	"bytes"
+
+	"vouchergate/shared/wire"
+)
+
+// route is where a request goes.
+type route uint8
+
+const (
+	routeCheckout route = iota // anything else: the checkout API
+	routeLocal                 // the edge's own /healthz, /readyz, /metrics
+	routeReserve               // POST /vouchers/{code}/reservations: may be answered here
+	routeConfirm               // POST /vouchers/{code}/reservations/{orderId}/confirm
+	routeRelease               // DELETE /vouchers/{code}/reservations/{orderId}
+	routeQuota                 // /quotas/deduct, /quotas/rollback, /quotas/usage
+	routeNotFound              // a backend path that does not exist, or one the edge hides
+	routeBadCode               // a voucher path with an invalid code
+	routeBadOrder              // a reservation path with an invalid orderId
+)
+
+// match is a request path's route, the one method it takes ("" for any), and the voucher code
+// and orderId in it, as slices of the path.
+type match struct {
+	route route
+	allow string
+	code  []byte
+	order []byte
+}
+
+var (
+	prefixVouchers = []byte("/vouchers/")
+	prefixQuotas   = []byte("/quotas/")
+	prefixAdmin    = []byte("/admin")
+	segReservation = []byte("reservations")
+	segConfirm     = []byte("confirm")
+)
+
+// matchPath routes a normalized, decoded path (fasthttp's ctx.Path). It does not allocate.
+func matchPath(path []byte) match {
+	switch string(path) {
+	case "/healthz", "/readyz", "/metrics":
+		return match{route: routeLocal, allow: "GET"}
+	case "/vouchers", "/quotas":
+		return match{route: routeNotFound}
+	}
+	switch {
+	case bytes.HasPrefix(path, prefixAdmin) && (len(path) == len(prefixAdmin) || path[len(prefixAdmin)] == '/'):
+		return match{route: routeNotFound} // the admin API is not exposed
+	case bytes.HasPrefix(path, prefixVouchers):
+		return matchVoucher(path[len(prefixVouchers):])
+	case bytes.HasPrefix(path, prefixQuotas):
+		switch string(path[len(prefixQuotas):]) {
+		case "deduct", "rollback":
+			return match{route: routeQuota, allow: "POST"}
+		case "usage":
+			return match{route: routeQuota, allow: "GET"}
+		}
+		return match{route: routeNotFound}
+	}
+	return match{route: routeCheckout}
+}
+
+// matchVoucher routes what follows /vouchers/.
+func matchVoucher(rest []byte) match {
+	code, rest, _ := bytes.Cut(rest, []byte{'/'})
+	if !wire.ValidCode(string(code)) {
+		return match{route: routeBadCode}
+	}
+	seg, rest, more := bytes.Cut(rest, []byte{'/'})
+	if !bytes.Equal(seg, segReservation) {
+		return match{route: routeNotFound} // includes /state: for edges, not for clients
+	}
+	if !more {
+		return match{route: routeReserve, allow: "POST", code: code}
+	}
+	order, rest, more := bytes.Cut(rest, []byte{'/'})
+	m := match{code: code, order: order}
+	switch {
+	case !more:
+		m.route, m.allow = routeRelease, "DELETE"
+	case bytes.Equal(rest, segConfirm):
+		m.route, m.allow = routeConfirm, "POST"
+	default:
+		return match{route: routeNotFound}
+	}
+	if wire.CheckID("orderId", string(order), wire.MaxOrderIDLen) != nil {
+		m.route = routeBadOrder
+	}
+	return m
+}

@@ -1,0 +1,34 @@
+package proxy
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// ServerOptions bound what a client may send and how long it may take.
+type ServerOptions struct {
+	ReadTimeout    time.Duration // reading one request, header and body
+	WriteTimeout   time.Duration // writing one answer
+	IdleTimeout    time.Duration // a kept-alive connection between requests
+	MaxHeaderBytes int           // a request's header (fasthttp's read buffer)
+	MaxBodyBytes   int           // any request's body
+}
+
+// NewServer returns a fasthttp server running p, whose malformed, slow or oversized requests
+// get JSON 4xx answers.
+func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:               p.Handle,
+		ErrorHandler:          p.ReadFailure,
+		Name:                  "vouchergate-edge",
+		ReadTimeout:           o.ReadTimeout,
+		WriteTimeout:          o.WriteTimeout,
+		IdleTimeout:           o.IdleTimeout,
+		ReadBufferSize:        o.MaxHeaderBytes,
+		MaxRequestBodySize:    o.MaxBodyBytes,
+		NoDefaultServerHeader: true,
+		NoDefaultContentType:  true,
+		CloseOnShutdown:       true,
+	}
+}

@@ -1,0 +1,37 @@
+package proxy
+
+import (
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/edge/orderid"
+)
+
+// reserve answers a reservation for a voucher known to be sold out with 409, unless its order
+// may hold a use (a retry of a granted reservation, whose 201 must come again) or its orderId
+// cannot be read with certainty: those, and every reservation of a voucher not known to be sold
+// out, go to the backend.
+func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte) {
+	if e, refresh := p.o.SoldOut.Lookup(code); e != nil {
+		if refresh {
+			p.m.refreshesAsked.Add(1)
+			p.o.Refresher.Ask(e.Code())
+		}
+		var buf orderid.Buffer // stays on the stack: Extract and MayHold keep no reference
+		id, ok := orderid.Extract(ctx.Request.Body(), &buf)
+		holds := ok && e.MayHold(id)
+		switch {
+		case !ok:
+			p.m.unreadable.Add(1)
+		case holds:
+			p.m.holderForwards.Add(1)
+		default:
+			p.m.soldOut.Add(1)
+			if id := ctx.Request.Header.Peek(headerRequestID); validRequestID(id) {
+				ctx.Response.Header.SetBytesV(headerRequestID, id)
+			}
+			answerSoldOut(ctx)
+			return
+		}
+	}
+	p.forward(ctx, p.o.Backends, p.o.BackendTimeout, code)
+}

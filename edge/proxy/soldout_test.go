@@ -1,0 +1,136 @@
+package proxy
+
+import (
+	"fmt"
+	"net"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+func TestSoldOutVoucherIsAnsweredAtTheEdge(t *testing.T) {
+	b := newFakeBackend(map[string]int{"FLASH": 2})
+	addr, _ := serve(t, b.handle)
+	e := startEdge(t, edgeConfig{backends: []string{addr}})
+	if err := e.cache.Apply(soldOutState("FLASH", "o-1", "o-2")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		a := e.reserve(t, "FLASH", fmt.Sprintf("new-%d", i))
+		if a.status != 409 || a.body != `{"error":"OUT_OF_STOCK"}` {
+			t.Fatalf("new order on a sold-out voucher: %d %s", a.status, a.body)
+		}
+	}
+	if n := b.reserves.Load(); n != 0 {
+		t.Fatalf("backend saw %d reservations of a sold-out voucher; want 0", n)
+	}
+}
+
+func TestGrantedOrderRetryGoesThroughAfterTheSellOut(t *testing.T) {
+	b := newFakeBackend(map[string]int{"FLASH": 2})
+	addr, _ := serve(t, b.handle)
+	e := startEdge(t, edgeConfig{backends: []string{addr}})
+	for _, id := range []string{"o-1", "o-2"} {
+		if a := e.reserve(t, "FLASH", id); a.status != 201 {
+			t.Fatalf("reserve %s: %d %s", id, a.status, a.body)
+		}
+	}
+	_ = e.cache.Apply(soldOutState("FLASH", "o-1", "o-2"))
+	for _, id := range []string{"o-1", "o-2"} {
+		a := e.reserve(t, "FLASH", id)
+		if a.status != 201 || a.body != `{"orderId":"`+id+`","discountAmount":100}` {
+			t.Fatalf("retry of granted %s through an edge that knows the sell-out: %d %s", id, a.status, a.body)
+		}
+	}
+}
+
+func TestUnreadableOrderIsLeftToTheBackend(t *testing.T) {
+	b := newFakeBackend(map[string]int{"FLASH": 1})
+	addr, _ := serve(t, b.handle)
+	e := startEdge(t, edgeConfig{backends: []string{addr}})
+	_ = e.cache.Apply(soldOutState("FLASH", "o-1"))
+	a := e.do(t, "POST", "/vouchers/FLASH/reservations", `{"orderId":`)
+	if a.status != 400 || errorCode(t, a) != "BAD_REQUEST" {
+		t.Fatalf("malformed body: %d %s; want the backend's 400", a.status, a.body)
+	}
+	if b.reserves.Load() != 1 {
+		t.Fatal("malformed body not forwarded")
+	}
+}
+
+func TestPassing409TeachesTheEdgeTheHolders(t *testing.T) {
+	b := newFakeBackend(map[string]int{"FLASH": 1})
+	addr, _ := serve(t, b.handle)
+	e := startEdge(t, edgeConfig{backends: []string{addr}})
+	if a := e.reserve(t, "FLASH", "winner"); a.status != 201 {
+		t.Fatalf("first reservation: %d %s", a.status, a.body)
+	}
+	if a := e.reserve(t, "FLASH", "late-0"); a.status != 409 {
+		t.Fatalf("second reservation: %d %s", a.status, a.body)
+	}
+	eventually(t, "holders read after the passing 409", func() bool { en, _ := e.cache.Lookup([]byte("FLASH")); return en != nil })
+	before := b.reserves.Load()
+	for i := range 100 {
+		if a := e.reserve(t, "FLASH", fmt.Sprintf("late-%d", i+1)); a.status != 409 {
+			t.Fatalf("late order: %d %s", a.status, a.body)
+		}
+	}
+	if n := b.reserves.Load() - before; n != 0 {
+		t.Fatalf("backend saw %d late orders after the edge learned; want 0", n)
+	}
+	if a := e.reserve(t, "FLASH", "winner"); a.status != 201 {
+		t.Fatalf("winner's retry: %d %s", a.status, a.body)
+	}
+}
+
+func TestBackInStockFromTheBackendClearsTheEntry(t *testing.T) {
+	b := newFakeBackend(map[string]int{"FLASH": 1})
+	addr, _ := serve(t, b.handle)
+	e := startEdge(t, edgeConfig{backends: []string{addr}})
+	e.reserve(t, "FLASH", "winner")
+	e.reserve(t, "FLASH", "late")
+	eventually(t, "sell-out learned", func() bool { en, _ := e.cache.Lookup([]byte("FLASH")); return en != nil })
+	b.release("FLASH", "winner")
+	// The holder's retry is forwarded; the backend, back in stock, grants it; a new order that
+	// reaches the backend and is refused would teach the edge again, but here it is granted.
+	e.refresher.Ask("FLASH")
+	eventually(t, "back in stock learned", func() bool { en, _ := e.cache.Lookup([]byte("FLASH")); return en == nil })
+	if a := e.reserve(t, "FLASH", "next"); a.status != 201 {
+		t.Fatalf("reservation after the release: %d %s", a.status, a.body)
+	}
+}
+
+func TestSoldOutPathDoesNotAllocate(t *testing.T) {
+	b := newFakeBackend(map[string]int{"FLASH": 1})
+	addr, _ := serve(t, b.handle)
+	e := startEdge(t, edgeConfig{backends: []string{addr}})
+	_ = e.cache.Apply(soldOutState("FLASH", "o-1"))
+	for _, body := range []string{
+		`{"customerId":"c-1","orderId":"order-000001","orderAmount":1000}`,
+		`{"customerId":"c-1","orderId":"order-\u00e9","orderAmount":1000}`,
+	} {
+		ctx := soldOutRequest(body)
+		n := testing.AllocsPerRun(1000, func() {
+			ctx.Response.Reset()
+			e.proxy.Handle(ctx)
+			if ctx.Response.StatusCode() != 409 {
+				panic(fmt.Sprintf("status %d", ctx.Response.StatusCode()))
+			}
+		})
+		if n != 0 {
+			t.Errorf("sold-out answer to %s allocates %v times; want 0", body, n)
+		}
+	}
+}
+
+func soldOutRequest(body string) *fasthttp.RequestCtx {
+	var req fasthttp.Request
+	req.Header.SetMethod("POST")
+	req.SetRequestURI("/vouchers/FLASH/reservations")
+	req.Header.SetHost("edge.test")
+	req.Header.SetContentType("application/json")
+	req.SetBodyString(body)
+	ctx := &fasthttp.RequestCtx{}
+	ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}, nil)
+	return ctx
+}
