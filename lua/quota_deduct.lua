@@ -14,13 +14,30 @@
 -- ARGV[6] the counters, encoded by the caller; stored in the record and returned on a replay
 -- ARGV[7] n, the number of counters; then four per counter:
 --         kind, limit, amount, span ms ('C': how long the key lives; 'R': the window size)
+-- On a single Redis the first identity's call also does quota_register.lua's work, saving a
+-- call: then ARGV[8+4n..] are the request's identities and the last KEY is the request's
+-- record (see quota_register.lua). On a cluster that key lives elsewhere and this part is unused.
 -- Returns:
 --   { 1, used }        taken; used is "used:oldestMs" per counter, space separated (oldest 0 for 'C')
 --   { 0, c, used }     the idemKey already took from this identity: the first answer, nothing changed
 --   {-1, i, used, oldestMs}  counter i (1-based) has no room for its amount; nothing changed
---   {-2}               the idemKey was rolled back; nothing changed
+--   {-2}               the idemKey was rolled back (this identity's mark, or the request's);
+--                      nothing changed
 --   {-3}               the idemKey took with other items; nothing changed
 local rec = KEYS[1]
+local n = tonumber(ARGV[7])
+local reg = 8 + 4 * n
+if #ARGV >= reg then
+  local req = KEYS[#KEYS]
+  if redis.call('HEXISTS', req, '!') == 1 then
+    return {-2}
+  end
+  for i = reg, #ARGV do
+    redis.call('HSET', req, ARGV[i], '')
+  end
+  redis.call('PEXPIRE', req, ARGV[2])
+end
+
 local st = redis.call('HGET', rec, 'st')
 if st then
   if st == 'R' then
@@ -34,7 +51,6 @@ if st then
 end
 
 local now = tonumber(ARGV[1])
-local n = tonumber(ARGV[7])
 
 -- drop a rolling counter's entries made at or before cutoff; return the sum left
 local function trim(zkey, skey, cutoff)

@@ -16,6 +16,7 @@ import (
 type gate struct {
 	rdb     redis.UniversalClient
 	idemTTL string // ms, as the scripts take it
+	cluster bool   // keys of different hash tags live on different nodes
 }
 
 // Step outcomes, as quota_deduct.lua returns them.
@@ -103,16 +104,28 @@ func (g *gate) deduct(ctx context.Context, st *step, idemKey, attempt string, no
 	return parseStep(v)
 }
 
-// registerAndDeduct notes the request's identities and runs the first identity's step in one
-// pipeline: one round trip on a single Redis, two parallel ones on a cluster. registered is
-// false if the idemKey was rolled back.
+// registerAndDeduct notes the request's identities and runs the first identity's step: in one
+// script call on a single Redis, in a pipeline of two on a cluster (two nodes, in parallel).
+// registered is false if the idemKey was rolled back.
 func (g *gate) registerAndDeduct(ctx context.Context, reqKey string, tags []string, st *step, idemKey, attempt string, nowMs int64) (registered bool, r stepResult, err error) {
+	keys, args := g.deductCall(st, idemKey, attempt, nowMs)
+	if !g.cluster {
+		keys = append(keys, reqKey)
+		for _, t := range tags {
+			args = append(args, t)
+		}
+		v, err := lua.QuotaDeduct.Run(ctx, g.rdb, keys, args...).Result()
+		if err != nil {
+			return false, stepResult{}, err
+		}
+		r, err := parseStep(v)
+		return r.status != stepRolledBack, r, err
+	}
 	regArgs := make([]any, 0, 1+len(tags))
 	regArgs = append(regArgs, g.idemTTL)
 	for _, t := range tags {
 		regArgs = append(regArgs, t)
 	}
-	keys, args := g.deductCall(st, idemKey, attempt, nowMs)
 	var reg, ded *redis.Cmd
 	run := func() error {
 		_, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"vouchergate/backend/quota"
 )
 
@@ -149,30 +151,32 @@ func TestRollbackGivesBackOnce(t *testing.T) {
 
 // A rollback racing its own deduct ends with nothing taken, whichever runs first.
 func TestRollbackRacingDeduct(t *testing.T) {
-	e := newEnv(t, time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC))
-	day := calendar(t, quota.Day, "UTC")
-	for _, typ := range []string{"USER", "DEVICE", "PHONE"} {
-		e.rule(t, 1, typ, "ITEM:1", 1000, day)
-	}
-	items := []quota.Item{item("USER", "u", 1, "ITEM:1"), item("DEVICE", "d", 1, "ITEM:1"), item("PHONE", "p", 1, "ITEM:1")}
-	for i := range 50 {
-		key := fmt.Sprintf("race-%d", i)
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			if _, err := e.deduct(1, key, items...); err != nil && !errors.Is(err, quota.ErrRolledBack) {
-				t.Error(err)
-			}
-		})
-		wg.Go(func() {
-			if _, err := e.svc.Rollback(t.Context(), 1, key); err != nil {
-				t.Error(err)
-			}
-		})
-		wg.Wait()
-	}
-	for _, it := range items {
-		if got := e.used(t, 1, it.IdentityType, it.Identity, "ITEM:1", day); got != 0 {
-			t.Fatalf("%s counter %d after deducts raced by their rollbacks; want 0", it.IdentityType, got)
+	servers(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC), rdb)
+		day := calendar(t, quota.Day, "UTC")
+		for _, typ := range []string{"USER", "DEVICE", "PHONE"} {
+			e.rule(t, 1, typ, "ITEM:1", 1000, day)
 		}
-	}
+		items := []quota.Item{item("USER", "u", 1, "ITEM:1"), item("DEVICE", "d", 1, "ITEM:1"), item("PHONE", "p", 1, "ITEM:1")}
+		for i := range 50 {
+			key := fmt.Sprintf("race-%d", i)
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				if _, err := e.deduct(1, key, items...); err != nil && !errors.Is(err, quota.ErrRolledBack) {
+					t.Error(err)
+				}
+			})
+			wg.Go(func() {
+				if _, err := e.svc.Rollback(t.Context(), 1, key); err != nil {
+					t.Error(err)
+				}
+			})
+			wg.Wait()
+		}
+		for _, it := range items {
+			if got := e.used(t, 1, it.IdentityType, it.Identity, "ITEM:1", day); got != 0 {
+				t.Fatalf("%s counter %d after deducts raced by their rollbacks; want 0", it.IdentityType, got)
+			}
+		}
+	})
 }

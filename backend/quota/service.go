@@ -92,7 +92,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg:     cfg,
-		gate:    gate{rdb: cfg.Redis, idemTTL: msString(cfg.IdemTTL)},
+		gate:    gate{rdb: cfg.Redis, idemTTL: msString(cfg.IdemTTL), cluster: isCluster(cfg.Redis)},
 		store:   &ruleStore{pool: cfg.DB},
 		subject: cfg.NATSPrefix + ".quota.rules",
 		done:    make(chan struct{}),
@@ -118,6 +118,12 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		s.rules.run(runCtx, cfg.RefreshEvery)
 	}()
 	return s, nil
+}
+
+// isCluster tells whether keys of different hash tags may live on different nodes.
+func isCluster(rdb redis.UniversalClient) bool {
+	_, ok := rdb.(*redis.ClusterClient)
+	return ok
 }
 
 // Close stops listening for rule changes and the refresh. It leaves the clients open.

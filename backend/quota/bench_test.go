@@ -1,0 +1,183 @@
+package quota_test
+
+import (
+	"context"
+	"encoding/csv"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"vouchergate/backend/quota"
+	"vouchergate/lua"
+	"vouchergate/testkit"
+)
+
+// benchClients is how many deducts run at once in the benchmarks, as many concurrent
+// checkouts would: enough to keep Redis busy on this 2-core machine.
+const benchClients = 64
+
+// benchEnv is a service whose rules never refuse: "3 a day, 10 a week" with limits too high
+// to reach, so every deduct runs the whole script and takes.
+func benchEnv(b *testing.B, rdb redis.UniversalClient) *env {
+	e := newEnv(b, time.Date(2025, 3, 5, 10, 0, 0, 0, time.UTC), rdb)
+	e.rule(b, 1, "USER", "ITEM:1001", 1e15, calendar(b, quota.Day, "Asia/Shanghai"))
+	e.rule(b, 1, "USER", "ITEM:1001", 1e15, calendar(b, quota.Week, "Asia/Shanghai"))
+	return e
+}
+
+func benchRedis(b *testing.B, kind string) redis.UniversalClient {
+	if kind == "single" {
+		return singleRedis(b)
+	}
+	c := testkit.StartRedisCluster(b)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), PoolSize: 2 * benchClients})
+	b.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+var runID atomic.Int64
+
+// deductItems returns the items of deduct number i: one identity, or one of 100,000.
+func deductItems(many bool, i int64) []quota.Item {
+	id := "bench"
+	if many {
+		id = "u" + strconv.FormatInt(i%100000, 10)
+	}
+	return []quota.Item{{IdentityType: "USER", Identity: id, Dimensions: []string{"ITEM:1001"}, Amount: 1}}
+}
+
+// BenchmarkDeduct measures deducts per second through the service (rules, keys, one script
+// call per identity), on one hot identity and on many, on a single Redis and a cluster.
+func BenchmarkDeduct(b *testing.B) {
+	for _, kind := range []string{"single", "cluster"} {
+		b.Run(kind, func(b *testing.B) {
+			e := benchEnv(b, benchRedis(b, kind))
+			for _, many := range []bool{false, true} {
+				name := "one-identity"
+				if many {
+					name = "many-identities"
+				}
+				b.Run(name, func(b *testing.B) {
+					run := runID.Add(1)
+					var seq atomic.Int64
+					b.ReportAllocs()
+					b.SetParallelism(benchClients / 2) // 2 cores here
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							i := seq.Add(1)
+							key := "b" + strconv.FormatInt(run, 10) + "-" + strconv.FormatInt(i, 10)
+							if _, err := e.svc.Deduct(context.Background(), 1, key, deductItems(many, i)); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deducts/s")
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkVersusRedisBenchmark runs, on the same server in the same run, redis-benchmark
+// sending the deduct script's own EVALSHA (one identity, the same keys and arguments, a fresh
+// idemKey each time) and then the same number of deducts through the service, and reports
+// both rates and their ratio. Run it with -benchtime 1x -count 5 and take medians.
+func BenchmarkVersusRedisBenchmark(b *testing.B) {
+	if _, err := exec.LookPath("redis-benchmark"); err != nil {
+		b.Skip("redis-benchmark is not installed")
+	}
+	const n = 100000
+	for _, kind := range []string{"single", "cluster"} {
+		b.Run(kind, func(b *testing.B) {
+			rdb := benchRedis(b, kind)
+			e := benchEnv(b, rdb)
+			cmd, err := e.svc.DeductCommand(1, "rb-__rand_int__", deductItems(false, 0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			addr := "127.0.0.1:6379"
+			if cc, ok := rdb.(*redis.ClusterClient); ok {
+				// the identity's keys live on one master: drive that one, as the service does
+				node, err := cc.MasterForKey(context.Background(), cmd[3])
+				if err != nil {
+					b.Fatal(err)
+				}
+				addr = node.Options().Addr
+			} else if opts, err := redis.ParseURL(testkit.RedisURL); err == nil {
+				addr = opts.Addr
+			}
+			if err := lua.QuotaDeduct.Load(context.Background(), rdb).Err(); err != nil {
+				b.Fatal(err)
+			}
+			day := calendar(b, quota.Day, "Asia/Shanghai")
+			for range b.N {
+				before := e.used(b, 1, "USER", "bench", "ITEM:1001", day)
+				theirs := redisBenchmark(b, addr, cmd, n)
+				// a few random idemKeys repeat (-r draws from 2^31): those are replays
+				if took := e.used(b, 1, "USER", "bench", "ITEM:1001", day) - before; took < n-n/1000 || took > n {
+					b.Fatalf("redis-benchmark's %d scripts took %d: they did not all run", n, took)
+				}
+				ours := serviceRate(b, e, n)
+				b.ReportMetric(theirs, "redis-benchmark/s")
+				b.ReportMetric(ours, "deducts/s")
+				b.ReportMetric(ours/theirs, "ratio")
+			}
+		})
+	}
+}
+
+// serviceRate runs n deducts on one identity through the service with benchClients callers.
+func serviceRate(b *testing.B, e *env, n int64) float64 {
+	run := runID.Add(1)
+	var seq atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range benchClients {
+		wg.Go(func() {
+			for {
+				i := seq.Add(1)
+				if i > n {
+					return
+				}
+				key := "s" + strconv.FormatInt(run, 10) + "-" + strconv.FormatInt(i, 10)
+				if _, err := e.svc.Deduct(context.Background(), 1, key, deductItems(false, i)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// redisBenchmark runs redis-benchmark -c benchClients -n n on cmd against addr and returns
+// its requests per second.
+func redisBenchmark(b *testing.B, addr string, cmd []string, n int) float64 {
+	host, port, _ := strings.Cut(addr, ":")
+	args := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(benchClients), "-n", strconv.Itoa(n),
+		"-r", "2000000000", "--csv"}, cmd...)
+	out, err := exec.Command("redis-benchmark", args...).CombinedOutput()
+	if err != nil {
+		b.Fatalf("redis-benchmark: %v\n%s", err, out)
+	}
+	rows, err := csv.NewReader(strings.NewReader(string(out))).ReadAll()
+	if err != nil || len(rows) < 2 || len(rows[1]) < 2 {
+		b.Fatalf("redis-benchmark said %q", out)
+	}
+	rps, err := strconv.ParseFloat(rows[1][1], 64)
+	if err != nil {
+		b.Fatalf("redis-benchmark said %q", out)
+	}
+	if strings.Contains(string(out), "ERR") {
+		b.Fatalf("redis-benchmark met errors: %s", out)
+	}
+	return rps
+}
