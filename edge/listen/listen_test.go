@@ -35,6 +35,11 @@ func newBackendSide(t *testing.T, url string, names events.Names) *backendSide {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // the shared server keeps buckets: remove the test's
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = js.DeleteKeyValue(ctx, names.StateBucket())
+	})
 	return &backendSide{t: t, names: names, js: js}
 }
 

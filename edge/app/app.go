@@ -1,0 +1,145 @@
+// Package app builds the edge from its settings: the sold-out cache, the NATS listener that
+// fills it, the backend pool, the checkout client, the proxy and its HTTP server. main and the
+// tests both start the edge through it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/edge/listen"
+	"vouchergate/edge/proxy"
+	"vouchergate/edge/soldout"
+	"vouchergate/edge/upstream"
+	"vouchergate/shared/config"
+	"vouchergate/shared/events"
+)
+
+// App is a running edge's parts. Close releases them.
+type App struct {
+	Config    config.Edge
+	Cache     *soldout.Cache
+	Pool      *upstream.Pool
+	Refresher *soldout.Refresher
+	Listener  *listen.Listener
+	Proxy     *proxy.Proxy
+
+	server *fasthttp.Server
+	log    *slog.Logger
+}
+
+// Option changes how New builds the edge.
+type Option func(*options)
+
+type options struct {
+	log *slog.Logger
+	now func() time.Time
+}
+
+// WithLog sends the edge's log to l.
+func WithLog(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithClock makes the sold-out cache tell time from now.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// New builds the edge and waits, up to cfg.SyncWait, for the current sold-out set from NATS,
+// so that an edge started after a sell-out answers it from its first request. NATS and the
+// backends may be down: the edge starts anyway and catches up when they come.
+func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	o := options{log: slog.New(slog.NewTextHandler(os.Stderr, nil)), now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	a := &App{Config: cfg, log: o.log}
+	ok := false
+	defer func() {
+		if !ok {
+			a.Close()
+		}
+	}()
+
+	clientOpts := upstream.Options{
+		DialTimeout: cfg.DialTimeout, ConnWait: cfg.ConnWait, MaxConns: cfg.MaxConns,
+		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: cfg.MaxRespBytes, IdleTimeout: cfg.IdleTimeout,
+	}
+	addrs, tls := make([]string, len(cfg.Backends)), make([]bool, len(cfg.Backends))
+	for i, b := range cfg.Backends {
+		addrs[i], tls[i], _ = config.SplitUpstream(b) // checked by cfg.Check
+	}
+	a.Cache = soldout.New(soldout.Options{TTL: cfg.SoldOutTTL, RefreshAfter: cfg.SoldOutRefresh, Now: o.now})
+	a.Pool = upstream.NewPool(addrs, tls, upstream.PoolOptions{
+		Client: clientOpts, HealthEvery: cfg.HealthEvery, HealthTimeout: cfg.HealthTimeout, HealthFalls: cfg.HealthFalls,
+	}, o.log)
+	a.Refresher = soldout.NewRefresher(a.Cache, a.Pool, cfg.StateEvery, cfg.BackendTimeout, o.log)
+	var err error
+	if a.Listener, err = listen.Start(listen.Options{URL: cfg.NATSURL, Names: events.Names{Prefix: cfg.NATSPrefix}}, a.Cache, o.log); err != nil {
+		return nil, err
+	}
+
+	popts := proxy.Options{
+		Backends: a.Pool, SoldOut: a.Cache, Refresher: a.Refresher, Local: a.local,
+		BackendTimeout: cfg.BackendTimeout, CheckoutTimeout: cfg.UpstreamTimeout,
+		MaxAPIBodyBytes: cfg.MaxAPIBodyBytes, Log: o.log,
+	}
+	if cfg.Upstream != "" {
+		addr, tls, _ := config.SplitUpstream(cfg.Upstream)
+		popts.Checkout = upstream.NewClient(addr, tls, clientOpts)
+	}
+	a.Proxy = proxy.New(popts)
+	a.server = proxy.NewServer(a.Proxy, proxy.ServerOptions{
+		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
+		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: cfg.MaxBodyBytes,
+	})
+
+	wait := time.NewTimer(cfg.SyncWait)
+	defer wait.Stop()
+	select {
+	case <-a.Listener.Synced():
+	case <-wait.C:
+		o.log.Warn("sold-out set not read from NATS yet; starting anyway", "waited", cfg.SyncWait)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("start edge: %w", ctx.Err())
+	}
+	ok = true
+	return a, nil
+}
+
+// Serve answers HTTP on ln until Close.
+func (a *App) Serve(ln net.Listener) error { return a.server.Serve(ln) }
+
+// ListenAndServe answers HTTP on the configured address until Close.
+func (a *App) ListenAndServe() error {
+	a.log.Info("edge listening", "addr", a.Config.Addr, "backends", a.Config.Backends, "upstream", a.Config.Upstream)
+	return a.server.ListenAndServe(a.Config.Addr)
+}
+
+// Close stops serving (letting requests in flight finish within the shutdown grace), then
+// stops learning and checking.
+func (a *App) Close() error {
+	var errs []error
+	if a.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownGrace)
+		errs = append(errs, a.server.ShutdownWithContext(ctx))
+		cancel()
+	}
+	if a.Listener != nil {
+		a.Listener.Close()
+	}
+	if a.Refresher != nil {
+		a.Refresher.Close()
+	}
+	if a.Pool != nil {
+		a.Pool.Close()
+	}
+	return errors.Join(errs...)
+}

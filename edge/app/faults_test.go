@@ -1,0 +1,150 @@
+package app_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"vouchergate/backend/backendtest"
+	"vouchergate/testkit"
+)
+
+func TestEdgeResyncsWhenNATSReturns(t *testing.T) {
+	nats := testkit.StartNATS(t)
+	cfg := backendtest.Config(t)
+	cfg.NATSURL = nats.URL()
+	b := backendtest.Start(t, cfg)
+	ecfg := edgeConfig(nats.URL(), cfg.NATSPrefix, b.Addr)
+	ecfg.SoldOutTTL, ecfg.SoldOutRefresh = 10*time.Minute, 0 // only NATS may clear the entry here
+	e := startEdge(t, ecfg)
+
+	granted := sellOut(t, b, e, "FLASH", 5)
+	eventually(t, 3*time.Second, "sell-out learned", func() bool { return e.knows("FLASH") })
+
+	nats.Kill()
+	eventually(t, 5*time.Second, "edge sees NATS down", func() bool { return !e.App.Listener.Connected() })
+	// Back in stock while NATS is away: no event can reach the edge.
+	if status, body := b.Do(t, "DELETE", "/vouchers/FLASH/reservations/"+granted[0], nil); status != 200 {
+		t.Fatalf("release: %d %s", status, body)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if !e.knows("FLASH") {
+		t.Fatal("the entry went away with NATS down and no refresh: the test no longer tests the resync")
+	}
+	syncs := e.App.Listener.Syncs()
+	nats.Start()
+	eventually(t, 10*time.Second, "edge read the sold-out set again", func() bool { return e.App.Listener.Syncs() > syncs })
+	eventually(t, 10*time.Second, "back in stock learned after NATS returned", func() bool { return !e.knows("FLASH") })
+	if a := e.reserve(t, "FLASH", "after", "after-order"); a.Status != 201 {
+		t.Fatalf("reservation after the resync: %d %s", a.Status, a.Body)
+	}
+}
+
+func TestWithNATSDownTheEdgeLearnsFromPassing409s(t *testing.T) {
+	nats := testkit.StartNATS(t)
+	nats.Stop() // down for the whole test: neither the backend nor the edge can use it
+	cfg := backendtest.Config(t)
+	cfg.NATSURL = nats.URL()
+	b := backendtest.Start(t, cfg)
+	front := startFront(t, b.Addr)
+	ecfg := edgeConfig(nats.URL(), cfg.NATSPrefix, front.Addr)
+	ecfg.SyncWait = 0
+	e := startEdge(t, ecfg)
+	other := startEdge(t, ecfg)
+
+	granted := sellOut(t, b, e, "FLASH", 10)
+	if a := e.reserve(t, "FLASH", "late-0", "late-0"); a.Status != 409 {
+		t.Fatalf("first late order: %d %s", a.Status, a.Body)
+	}
+	eventually(t, 3*time.Second, "holders read from the backend after a passing 409", func() bool { return e.knows("FLASH") })
+	before := front.reserves.Load()
+	counts := hammer(t, e, "FLASH", 2000, 16)
+	if counts[409] != 2000 {
+		t.Fatalf("late reservations answered %v; want all 409", counts)
+	}
+	if reached := front.reserves.Load() - before; reached > 20 {
+		t.Fatalf("%d of 2,000 late reservations reached the backend with NATS down", reached)
+	}
+	for i, order := range granted {
+		for _, ed := range []*edge{e, other} {
+			if a := ed.reserve(t, "FLASH", fmt.Sprintf("cust-%d", i), order); a.Status != 201 {
+				t.Fatalf("retry of granted %s: %d %s", order, a.Status, a.Body)
+			}
+		}
+	}
+}
+
+func TestKilledBackend(t *testing.T) {
+	cfg := backendtest.Config(t)
+	admin := backendtest.Start(t, cfg) // for creating the voucher; not behind the edge
+	b1, b2 := startBackendProcess(t, cfg, ""), startBackendProcess(t, cfg, "")
+	ecfg := edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b1.addr, b2.addr)
+	ecfg.BackendTimeout = 2 * time.Second
+	e := startEdge(t, ecfg)
+	admin.CreateVoucher(t, backendtest.Voucher{Code: "NORMAL", Discount: 10, TotalLimit: 100000, PerUserLimit: 1000})
+	eventually(t, 3*time.Second, "both backends in service", func() bool { return e.App.Pool.Healthy() == 2 })
+
+	// Reservations keep coming while backend 1 is killed.
+	stop := make(chan struct{})
+	results := make(chan error, 1)
+	go func() {
+		var failed error
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				results <- failed
+				return
+			default:
+			}
+			start := time.Now()
+			a := e.reserve(t, "NORMAL", fmt.Sprintf("c-%d", i), fmt.Sprintf("during-%d", i))
+			took := time.Since(start)
+			switch {
+			case took > ecfg.BackendTimeout+time.Second:
+				failed = fmt.Errorf("an answer took %v", took)
+			case a.Status == 201:
+			case (a.Status == 502 || a.Status == 503) && jsonGatewayError(a.Body):
+			default:
+				failed = fmt.Errorf("answer %d %s", a.Status, a.Body)
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	b1.kill()
+	eventually(t, 3*time.Second, "killed backend out of service", func() bool { return e.App.Pool.Healthy() == 1 })
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	if err := <-results; err != nil {
+		t.Fatalf("while backend 1 was killed: %v", err)
+	}
+	t.Logf("after the kill:\n%s", metrics(t, e))
+	for i := range 20 {
+		if a := e.reserve(t, "NORMAL", "c", fmt.Sprintf("after-%d", i)); a.Status != 201 {
+			t.Fatalf("the other backend must serve: %d %s", a.Status, a.Body)
+		}
+	}
+
+	b1.start()
+	eventually(t, 5*time.Second, "restarted backend back in service", func() bool { return e.App.Pool.Healthy() == 2 })
+
+	// Every backend gone: a quick JSON 503, never a hang.
+	b1.kill()
+	b2.kill()
+	eventually(t, 3*time.Second, "both backends out", func() bool { return e.App.Pool.Healthy() == 0 })
+	a := e.reserve(t, "NORMAL", "c", "none-left")
+	if a.Status != 503 || !jsonGatewayError(a.Body) {
+		t.Fatalf("with no backend: %d %s; want a JSON 503", a.Status, a.Body)
+	}
+	b1.start()
+	eventually(t, 5*time.Second, "a backend back", func() bool { return e.App.Pool.Healthy() == 1 })
+	if a := e.reserve(t, "NORMAL", "c", "recovered"); a.Status != 201 {
+		t.Fatalf("after the backend returned: %d %s", a.Status, a.Body)
+	}
+}
+
+// jsonGatewayError reports whether body is one of the edge's JSON errors and leaks no error text.
+func jsonGatewayError(body string) bool {
+	return strings.HasPrefix(body, `{"error":"`) && !strings.Contains(body, "dial") &&
+		!strings.Contains(body, "127.0.0.1") && !strings.Contains(body, "fasthttp")
+}

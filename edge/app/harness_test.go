@@ -1,0 +1,200 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/edge/app"
+	"vouchergate/shared/config"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// edgeConfig returns settings for a test edge in front of backends.
+func edgeConfig(natsURL, natsPrefix string, backends ...string) config.Edge {
+	return config.Edge{
+		Addr: "127.0.0.1:0", Backends: backends, NATSURL: natsURL, NATSPrefix: natsPrefix,
+		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second,
+		MaxHeaderBytes: 8192, MaxBodyBytes: 1 << 20, MaxAPIBodyBytes: 8192, MaxRespBytes: 4 << 20,
+		ShutdownGrace:  2 * time.Second,
+		BackendTimeout: 3 * time.Second, UpstreamTimeout: 3 * time.Second, DialTimeout: 300 * time.Millisecond,
+		ConnWait: 200 * time.Millisecond, MaxConns: 256,
+		HealthEvery: 100 * time.Millisecond, HealthTimeout: 300 * time.Millisecond, HealthFalls: 2,
+		SoldOutTTL: 5 * time.Second, SoldOutRefresh: 2 * time.Second, StateEvery: 100 * time.Millisecond,
+		SyncWait: 2 * time.Second,
+	}
+}
+
+// edge is a running test edge and a client for it.
+type edge struct {
+	App    *app.App
+	Addr   string
+	client *fasthttp.HostClient
+}
+
+func startEdge(t *testing.T, cfg config.Edge) *edge {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := app.New(ctx, cfg, app.WithLog(quiet))
+	if err != nil {
+		t.Fatalf("start edge: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go a.Serve(ln) //nolint:errcheck
+	t.Cleanup(func() { _ = a.Close() })
+	return &edge{App: a, Addr: ln.Addr().String(), client: &fasthttp.HostClient{
+		Addr: ln.Addr().String(), MaxConns: 256, ReadTimeout: 15 * time.Second, WriteTimeout: 15 * time.Second,
+	}}
+}
+
+type answer struct {
+	Status int
+	Body   string
+}
+
+func (e *edge) do(t testing.TB, method, path, body string) answer {
+	t.Helper()
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod(method)
+	req.SetRequestURI("http://" + e.Addr + path)
+	if body != "" {
+		req.SetBodyString(body)
+		req.Header.SetContentType("application/json")
+	}
+	if err := e.client.DoTimeout(req, resp, 15*time.Second); err != nil {
+		t.Errorf("%s %s through the edge: %v", method, path, err)
+		return answer{}
+	}
+	return answer{Status: resp.StatusCode(), Body: string(resp.Body())}
+}
+
+func (e *edge) reserve(t testing.TB, code, customer, order string) answer {
+	return e.do(t, "POST", "/vouchers/"+code+"/reservations",
+		fmt.Sprintf(`{"customerId":%q,"orderId":%q,"orderAmount":100000}`, customer, order))
+}
+
+// knows reports whether the edge answers code as sold out.
+func (e *edge) knows(code string) bool {
+	en, _ := e.App.Cache.Lookup([]byte(code))
+	return en != nil
+}
+
+// front passes requests to a backend and counts them, so a test can tell what reached it.
+type front struct {
+	Addr     string
+	reserves atomic.Int64 // POST .../reservations
+	others   atomic.Int64 // anything but /healthz
+}
+
+func startFront(t *testing.T, backendAddr string) *front {
+	t.Helper()
+	f := &front{}
+	hc := &fasthttp.HostClient{Addr: backendAddr, MaxConns: 512, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Addr = ln.Addr().String()
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		path := string(ctx.Path())
+		switch {
+		case path == "/healthz":
+		case ctx.IsPost() && strings.HasSuffix(path, "/reservations"):
+			f.reserves.Add(1)
+		default:
+			f.others.Add(1)
+		}
+		var req fasthttp.Request
+		ctx.Request.CopyTo(&req)
+		if err := hc.DoTimeout(&req, &ctx.Response, 10*time.Second); err != nil {
+			ctx.Response.Reset()
+			ctx.SetStatusCode(502)
+		}
+	}}
+	go srv.Serve(ln) //nolint:errcheck
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return f
+}
+
+// hammer sends n reservations of new orders through e from workers goroutines and returns the
+// count of answers by status.
+func hammer(t *testing.T, e *edge, code string, n, workers int) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	counts := map[int]int{}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := map[int]int{}
+			for {
+				i := next.Add(1)
+				if i > int64(n) {
+					break
+				}
+				a := e.reserve(t, code, fmt.Sprintf("late-cust-%d-%d", w, i), fmt.Sprintf("late-order-%d", i))
+				local[a.Status]++
+			}
+			mu.Lock()
+			for s, c := range local {
+				counts[s] += c
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return counts
+}
+
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func discountOf(t *testing.T, body string) int64 {
+	t.Helper()
+	var r struct {
+		DiscountAmount int64 `json:"discountAmount"`
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatalf("201 body %q: %v", body, err)
+	}
+	return r.DiscountAmount
+}
+
+// metrics returns the edge's sold-out counters, for logs.
+func metrics(t *testing.T, e *edge) string {
+	a := e.do(t, "GET", "/metrics", "")
+	var out []string
+	for _, line := range strings.Split(a.Body, "\n") {
+		if strings.HasPrefix(line, "vg_edge_") && !strings.HasPrefix(line, "vg_edge_requests_total") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,72 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLoadEdgeFromTheExampleFile(t *testing.T) {
+	t.Setenv(FileVar, "../../configs/edge.yaml")
+	c, err := LoadEdge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "127.0.0.1:8081" || len(c.Backends) != 1 || c.Backends[0] != "127.0.0.1:8080" || c.SoldOutTTL.String() != "5s" {
+		t.Fatalf("example file read as %+v", c)
+	}
+}
+
+func TestLoadEdgeFromTheEnvironment(t *testing.T) {
+	t.Setenv("VG_EDGE_BACKENDS", "127.0.0.1:9001,http://127.0.0.1:9002")
+	t.Setenv("VG_EDGE_SOLDOUT_TTL", "3s")
+	t.Setenv("VG_EDGE_SOLDOUT_REFRESH", "1s")
+	c, err := LoadEdge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Backends) != 2 || c.Backends[1] != "http://127.0.0.1:9002" || c.SoldOutTTL.String() != "3s" {
+		t.Fatalf("read as %+v", c)
+	}
+}
+
+func TestEdgeErrorsNameTheVariable(t *testing.T) {
+	tests := []struct{ name, value, want string }{
+		{"VG_EDGE_BACKENDS", "nohost", "VG_EDGE_BACKENDS"},
+		{"VG_EDGE_BACKENDS", "ftp://x:1", "VG_EDGE_BACKENDS"},
+		{"VG_EDGE_UPSTREAM", "http://x:1/path", "VG_EDGE_UPSTREAM"},
+		{"VG_EDGE_ADDR", "8081", "VG_EDGE_ADDR"},
+		{"VG_EDGE_SOLDOUT_TTL", "0s", "VG_EDGE_SOLDOUT_TTL"},
+		{"VG_EDGE_SOLDOUT_REFRESH", "10s", "VG_EDGE_SOLDOUT_REFRESH"},
+		{"VG_EDGE_BACKEND_TIMEOUT", "soon", "VG_EDGE_BACKEND_TIMEOUT"},
+		{"VG_EDGE_MAX_API_BODY_BYTES", "10", "VG_EDGE_MAX_API_BODY_BYTES"},
+		{"VG_NATS_PREFIX", "a..b", "VG_NATS_PREFIX"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
+			t.Setenv(tt.name, tt.value)
+			_, err := LoadEdge()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v; want one naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSplitUpstream(t *testing.T) {
+	tests := []struct {
+		in   string
+		addr string
+		tls  bool
+	}{
+		{"127.0.0.1:8080", "127.0.0.1:8080", false},
+		{"http://checkout.internal", "checkout.internal:80", false},
+		{"https://checkout.internal", "checkout.internal:443", true},
+		{"https://checkout.internal:8443/", "checkout.internal:8443", true},
+	}
+	for _, tt := range tests {
+		addr, tls, err := SplitUpstream(tt.in)
+		if err != nil || addr != tt.addr || tls != tt.tls {
+			t.Errorf("SplitUpstream(%q) = %q, %v, %v; want %q, %v", tt.in, addr, tls, err, tt.addr, tt.tls)
+		}
+	}
+}
