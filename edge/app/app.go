@@ -40,14 +40,10 @@ type Option func(*options)
 
 type options struct {
 	log *slog.Logger
-	now func() time.Time
 }
 
 // WithLog sends the edge's log to l.
 func WithLog(l *slog.Logger) Option { return func(o *options) { o.log = l } }
-
-// WithClock makes the sold-out cache tell time from now.
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 // New builds the edge and waits, up to cfg.SyncWait, for the current sold-out set from NATS,
 // so that an edge started after a sell-out answers it from its first request. NATS and the
@@ -56,7 +52,7 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	o := options{log: slog.New(slog.NewTextHandler(os.Stderr, nil)), now: time.Now}
+	o := options{log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -76,7 +72,7 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 	for i, b := range cfg.Backends {
 		addrs[i], tls[i], _ = config.SplitUpstream(b) // checked by cfg.Check
 	}
-	a.Cache = soldout.New(soldout.Options{TTL: cfg.SoldOutTTL, RefreshAfter: cfg.SoldOutRefresh, Now: o.now})
+	a.Cache = soldout.New(soldout.Options{TTL: cfg.SoldOutTTL, RefreshAfter: cfg.SoldOutRefresh})
 	a.Pool = upstream.NewPool(addrs, tls, upstream.PoolOptions{
 		Client: clientOpts, HealthEvery: cfg.HealthEvery, HealthTimeout: cfg.HealthTimeout, HealthFalls: cfg.HealthFalls,
 	}, o.log)

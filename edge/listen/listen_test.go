@@ -110,7 +110,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func soldOutIn(c *soldout.Cache, code string) bool {
-	e, _ := c.Lookup([]byte(code))
+	e, _ := c.Lookup([]byte(code), time.Now())
 	return e != nil
 }
 
@@ -122,7 +122,7 @@ func TestLearnsSellOutAndBackInStock(t *testing.T) {
 
 	b.put(soldOut("FLASH", "o-1"))
 	eventually(t, "sell-out learned", func() bool { return soldOutIn(cache, "FLASH") })
-	if e, _ := cache.Lookup([]byte("FLASH")); !e.MayHold([]byte("o-1")) {
+	if e, _ := cache.Lookup([]byte("FLASH"), time.Now()); !e.MayHold([]byte("o-1")) {
 		t.Fatal("holders lost on the way")
 	}
 	b.put(events.VoucherState{Code: "FLASH", At: time.Now().UTC()})

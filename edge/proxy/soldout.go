@@ -11,7 +11,7 @@ import (
 // cannot be read with certainty: those, and every reservation of a voucher not known to be sold
 // out, go to the backend.
 func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte) {
-	if e, refresh := p.o.SoldOut.Lookup(code); e != nil {
+	if e, refresh := p.o.SoldOut.Lookup(code, ctx.Time()); e != nil {
 		if refresh {
 			p.m.refreshesAsked.Add(1)
 			p.o.Refresher.Ask(e.Code())

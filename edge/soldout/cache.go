@@ -31,7 +31,7 @@ var ErrBadCode = errors.New("state for an invalid voucher code")
 type Options struct {
 	TTL          time.Duration    // an entry is forgotten this long after it was learned
 	RefreshAfter time.Duration    // a looked-up entry this old asks for a refresh; 0: never
-	Now          func() time.Time // the clock; time.Now when nil
+	Now          func() time.Time // the clock entries are learned by; time.Now when nil
 }
 
 // Entry is what the edge knows about one sold-out voucher. It is immutable once published,
@@ -76,15 +76,17 @@ func New(o Options) *Cache {
 	return c
 }
 
-// Lookup returns the live entry of code, or nil when the voucher is not known to be sold out.
-// refresh is true for exactly one lookup of an entry older than RefreshAfter: its caller should
-// ask a Refresher to read the state again. Lookup does not allocate.
-func (c *Cache) Lookup(code []byte) (e *Entry, refresh bool) {
+// Lookup returns the live entry of code at time now, or nil when the voucher is not known to
+// be sold out. now is the caller's (the request's time, which fasthttp has already read):
+// reading the clock again would cost the sold-out path a tenth of its time. refresh is true for
+// exactly one lookup of an entry older than RefreshAfter: its caller should ask a Refresher to
+// read the state again. Lookup does not allocate.
+func (c *Cache) Lookup(code []byte, now time.Time) (e *Entry, refresh bool) {
 	e = (*c.entries.Load())[string(code)]
 	if e == nil {
 		return nil, false
 	}
-	age := c.now().Sub(e.learned)
+	age := now.Sub(e.learned)
 	if age >= c.ttl {
 		return nil, false
 	}

@@ -30,13 +30,13 @@ func soldOut(code string, holders ...string) events.VoucherState {
 func TestLookupAnswersOnlyFromHolders(t *testing.T) {
 	clk := newClock()
 	c := New(Options{TTL: 5 * time.Second, Now: clk.Now})
-	if e, _ := c.Lookup([]byte("FLASH")); e != nil {
+	if e, _ := c.Lookup([]byte("FLASH"), clk.Now()); e != nil {
 		t.Fatalf("empty cache returned an entry")
 	}
 	if err := c.Apply(soldOut("FLASH", "o-1", "o-2")); err != nil {
 		t.Fatal(err)
 	}
-	e, _ := c.Lookup([]byte("FLASH"))
+	e, _ := c.Lookup([]byte("FLASH"), clk.Now())
 	if e == nil {
 		t.Fatal("sold-out voucher not found")
 	}
@@ -48,7 +48,7 @@ func TestLookupAnswersOnlyFromHolders(t *testing.T) {
 	if e.MayHold([]byte("o-3")) {
 		t.Errorf("new order o-3 taken for a holder (possible, but not with 2 holders at 0.1%%)")
 	}
-	if e, _ := c.Lookup([]byte("OTHER")); e != nil {
+	if e, _ := c.Lookup([]byte("OTHER"), clk.Now()); e != nil {
 		t.Errorf("another voucher returned an entry")
 	}
 }
@@ -78,10 +78,10 @@ func TestBackInStockRemovesTheEntry(t *testing.T) {
 	if err := c.Apply(events.VoucherState{Code: "FLASH", At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := c.Lookup([]byte("FLASH")); e != nil {
+	if e, _ := c.Lookup([]byte("FLASH"), time.Now()); e != nil {
 		t.Errorf("voucher back in stock still answered as sold out")
 	}
-	if e, _ := c.Lookup([]byte("KEEP")); e == nil {
+	if e, _ := c.Lookup([]byte("KEEP"), time.Now()); e == nil {
 		t.Errorf("another voucher's entry lost")
 	}
 }
@@ -93,11 +93,11 @@ func TestEntriesExpireAfterTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(4999 * time.Millisecond)
-	if e, _ := c.Lookup([]byte("FLASH")); e == nil {
+	if e, _ := c.Lookup([]byte("FLASH"), clk.Now()); e == nil {
 		t.Fatal("entry gone before its TTL")
 	}
 	clk.Advance(time.Millisecond)
-	if e, _ := c.Lookup([]byte("FLASH")); e != nil {
+	if e, _ := c.Lookup([]byte("FLASH"), clk.Now()); e != nil {
 		t.Fatal("entry answered after its TTL")
 	}
 	if c.Len() != 1 {
@@ -116,7 +116,7 @@ func TestRelearningRestartsTheTTL(t *testing.T) {
 	clk.Advance(4 * time.Second)
 	_ = c.Apply(soldOut("FLASH", "o-1"))
 	clk.Advance(4 * time.Second)
-	if e, _ := c.Lookup([]byte("FLASH")); e == nil {
+	if e, _ := c.Lookup([]byte("FLASH"), clk.Now()); e == nil {
 		t.Fatal("re-learned entry expired on the first learning's clock")
 	}
 }
@@ -125,13 +125,13 @@ func TestRefreshIsAskedOncePerEntry(t *testing.T) {
 	clk := newClock()
 	c := New(Options{TTL: 5 * time.Second, RefreshAfter: 2 * time.Second, Now: clk.Now})
 	_ = c.Apply(soldOut("FLASH", "o-1"))
-	if _, refresh := c.Lookup([]byte("FLASH")); refresh {
+	if _, refresh := c.Lookup([]byte("FLASH"), clk.Now()); refresh {
 		t.Fatal("fresh entry asked for a refresh")
 	}
 	clk.Advance(2 * time.Second)
 	asked := 0
 	for range 10 {
-		if _, refresh := c.Lookup([]byte("FLASH")); refresh {
+		if _, refresh := c.Lookup([]byte("FLASH"), clk.Now()); refresh {
 			asked++
 		}
 	}
@@ -140,7 +140,7 @@ func TestRefreshIsAskedOncePerEntry(t *testing.T) {
 	}
 	_ = c.Apply(soldOut("FLASH", "o-1")) // the refresh arrives: a new entry
 	clk.Advance(2 * time.Second)
-	if _, refresh := c.Lookup([]byte("FLASH")); !refresh {
+	if _, refresh := c.Lookup([]byte("FLASH"), clk.Now()); !refresh {
 		t.Fatal("refreshed entry did not ask again once old")
 	}
 }
@@ -157,7 +157,7 @@ func TestApplyIfLosesToANewerWrite(t *testing.T) {
 	if err != nil || applied {
 		t.Fatalf("ApplyIf = %v, %v; want false, nil", applied, err)
 	}
-	if e, _ := c.Lookup([]byte("FLASH")); e != nil {
+	if e, _ := c.Lookup([]byte("FLASH"), time.Now()); e != nil {
 		t.Fatal("a stale read marked the voucher sold out again")
 	}
 	applied, err = c.ApplyIf(soldOut("FLASH", "o-1"), c.Version("FLASH"))
@@ -171,7 +171,7 @@ func TestLookupDoesNotAllocate(t *testing.T) {
 	_ = c.Apply(soldOut("FLASH", "o-1"))
 	code, id := []byte("FLASH"), []byte("order-12345")
 	n := testing.AllocsPerRun(1000, func() {
-		e, _ := c.Lookup(code)
+		e, _ := c.Lookup(code, time.Now())
 		if e == nil || e.MayHold(id) {
 			panic("unexpected")
 		}
@@ -195,7 +195,7 @@ func TestConcurrentLookupsAndWrites(t *testing.T) {
 					return
 				default:
 				}
-				if e, _ := c.Lookup([]byte("FLASH")); e != nil && !e.MayHold([]byte("o-1")) {
+				if e, _ := c.Lookup([]byte("FLASH"), time.Now()); e != nil && !e.MayHold([]byte("o-1")) {
 					t.Error("holder o-1 not recognised")
 					return
 				}
@@ -224,7 +224,7 @@ func BenchmarkLookup(b *testing.B) {
 	code, id := []byte("FLASH100"), []byte("order-new-000001")
 	b.ReportAllocs()
 	for b.Loop() {
-		if e, _ := c.Lookup(code); e == nil || e.MayHold(id) {
+		if e, _ := c.Lookup(code, time.Now()); e == nil || e.MayHold(id) {
 			b.Fatal("unexpected")
 		}
 	}

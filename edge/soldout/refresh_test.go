@@ -61,12 +61,12 @@ func TestRefresherLearnsFromTheSource(t *testing.T) {
 	for range 50 {
 		r.Ask("FLASH")
 	}
-	eventually(t, "entry learned", func() bool { e, _ := c.Lookup([]byte("FLASH")); return e != nil })
+	eventually(t, "entry learned", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e != nil })
 	time.Sleep(50 * time.Millisecond)
 	if n := src.reads.Load(); n != 1 {
 		t.Fatalf("50 asks within the interval made %d reads; want 1", n)
 	}
-	if e, _ := c.Lookup([]byte("FLASH")); !e.MayHold([]byte("o-1")) {
+	if e, _ := c.Lookup([]byte("FLASH"), time.Now()); !e.MayHold([]byte("o-1")) {
 		t.Fatal("learned entry lost its holders")
 	}
 }
@@ -78,7 +78,7 @@ func TestRefresherRemovesAVoucherBackInStock(t *testing.T) {
 	r := NewRefresher(c, src, time.Millisecond, time.Second, quiet)
 	defer r.Close()
 	r.Ask("FLASH")
-	eventually(t, "entry removed", func() bool { e, _ := c.Lookup([]byte("FLASH")); return e == nil })
+	eventually(t, "entry removed", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e == nil })
 }
 
 func TestRefresherDropsAReadOvertakenByAnEvent(t *testing.T) {
@@ -93,7 +93,7 @@ func TestRefresherDropsAReadOvertakenByAnEvent(t *testing.T) {
 	}
 	close(src.gate)
 	time.Sleep(100 * time.Millisecond)
-	if e, _ := c.Lookup([]byte("FLASH")); e != nil {
+	if e, _ := c.Lookup([]byte("FLASH"), time.Now()); e != nil {
 		t.Fatal("a read that started before the back-in-stock event marked the voucher sold out")
 	}
 }
@@ -119,12 +119,12 @@ func TestRefresherKeepsAnAskThatCameTooSoon(t *testing.T) {
 	r := NewRefresher(c, src, 100*time.Millisecond, time.Second, quiet)
 	defer r.Close()
 	r.Ask("FLASH")
-	eventually(t, "sold out learned", func() bool { e, _ := c.Lookup([]byte("FLASH")); return e != nil })
+	eventually(t, "sold out learned", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e != nil })
 	src.mu.Lock()
 	src.m["FLASH"] = events.VoucherState{Code: "FLASH"} // a release, right after
 	src.mu.Unlock()
 	r.Ask("FLASH") // within the interval: must not be lost
-	eventually(t, "back in stock learned", func() bool { e, _ := c.Lookup([]byte("FLASH")); return e == nil })
+	eventually(t, "back in stock learned", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e == nil })
 	if n := src.reads.Load(); n != 2 {
 		t.Fatalf("reads = %d; want 2", n)
 	}

@@ -1,0 +1,11 @@
+# The edge's benchmark target. The Makefile includes this file (`include edge.mk`).
+GO ?= go
+
+.PHONY: bench-edge
+
+## bench-edge: the edge's sold-out answer against a bare fasthttp server answering the same 409,
+## same generator and settings, in one run (5 alternating rounds, medians), printing the ratio;
+## first the allocation benchmarks of the sold-out path (0 allocs/op expected). Needs no service.
+bench-edge:
+	$(GO) test -run '^$$' -bench 'SoldOutHandler|BareHandler|Extract|Lookup' -benchmem ./edge/proxy/ ./edge/orderid/ ./edge/soldout/
+	$(GO) run ./loadtest compare -rounds 5 -duration 5s -warmup 1s -conns 16

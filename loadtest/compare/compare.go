@@ -1,0 +1,211 @@
+// Package compare measures, in one run, the edge's sold-out answer against a bare fasthttp
+// server that answers the same fixed 409 body, with the same load generator and settings.
+// Rounds alternate between the two servers so that the other load on this shared machine
+// falls on both alike; the report takes medians.
+package compare
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/edge/app"
+	"vouchergate/loadtest/load"
+	"vouchergate/shared/config"
+	"vouchergate/shared/events"
+)
+
+// Code is the voucher the load asks for, sold out on the edge.
+const Code = "FLASH100"
+
+// Holders is how many granted orders the sold-out voucher's holder filter holds.
+const Holders = 1000
+
+var soldOutBody = []byte(`{"error":"OUT_OF_STOCK"}`)
+
+// StartBare starts a fasthttp server that answers every request with the fixed 409.
+func StartBare() (addr string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	s := &fasthttp.Server{
+		Handler: func(ctx *fasthttp.RequestCtx) {
+			ctx.SetStatusCode(fasthttp.StatusConflict)
+			ctx.SetContentType("application/json")
+			ctx.SetBody(soldOutBody)
+		},
+		NoDefaultServerHeader: true,
+	}
+	go s.Serve(ln) //nolint:errcheck
+	return ln.Addr().String(), func() { _ = s.Shutdown() }, nil
+}
+
+// EdgeConfig is the edge's default configuration (configs/edge.yaml), except that no backend
+// or NATS is reachable and the sold-out entry does not expire during the run: only the
+// sold-out answer is measured.
+func EdgeConfig() config.Edge {
+	return config.Edge{
+		Addr: "127.0.0.1:0", Backends: []string{"127.0.0.1:1"}, NATSURL: "nats://127.0.0.1:1", NATSPrefix: "vgbench",
+		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second,
+		MaxHeaderBytes: 8192, MaxBodyBytes: 1 << 20, MaxAPIBodyBytes: 8192, MaxRespBytes: 4 << 20,
+		ShutdownGrace: time.Second, BackendTimeout: 3 * time.Second, UpstreamTimeout: 10 * time.Second,
+		DialTimeout: 500 * time.Millisecond, ConnWait: 100 * time.Millisecond, MaxConns: 512,
+		HealthEvery: time.Second, HealthTimeout: 500 * time.Millisecond, HealthFalls: 2,
+		SoldOutTTL: time.Hour, SoldOutRefresh: 0, StateEvery: 200 * time.Millisecond, SyncWait: 0,
+	}
+}
+
+// StartEdge starts the edge (edge/app) with Code sold out and Holders granted orders.
+func StartEdge(ctx context.Context) (addr string, stop func(), err error) {
+	a, err := app.New(ctx, EdgeConfig(), app.WithLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		return "", nil, err
+	}
+	ids := make([]string, Holders)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("granted-%d", i)
+	}
+	state := events.VoucherState{Code: Code, SoldOut: true, At: time.Now().UTC(), Holders: events.NewHolderFilter(ids)}
+	if err := a.Cache.Apply(state); err != nil {
+		_ = a.Close()
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = a.Close()
+		return "", nil, err
+	}
+	go a.Serve(ln) //nolint:errcheck
+	return ln.Addr().String(), func() { _ = a.Close() }, nil
+}
+
+// Report holds every round's results.
+type Report struct {
+	Settings load.Settings
+	Bare     []load.Result
+	Edge     []load.Result
+}
+
+// Run starts both servers and loads each Rounds times, alternating.
+func Run(ctx context.Context, rounds int, s load.Settings) (Report, error) {
+	s.Code, s.Prefix = Code, "late-"
+	bare, stopBare, err := StartBare()
+	if err != nil {
+		return Report{}, fmt.Errorf("start bare server: %w", err)
+	}
+	defer stopBare()
+	edge, stopEdge, err := StartEdge(ctx)
+	if err != nil {
+		return Report{}, fmt.Errorf("start edge: %w", err)
+	}
+	defer stopEdge()
+
+	r := Report{Settings: s}
+	for range rounds {
+		for _, t := range []struct {
+			addr string
+			into *[]load.Result
+		}{{bare, &r.Bare}, {edge, &r.Edge}} {
+			res, err := load.Run(ctx, t.addr, s)
+			if err != nil {
+				return r, err
+			}
+			// The edge forwards the new orders its holder filter takes for holders (0.1% false
+			// positives); with no backend behind it, they get a quick 503.
+			other := res.Requests - res.Statuses[fasthttp.StatusConflict]
+			if res.Errors > 0 || other*1000 > res.Requests*5 || (t.addr == bare && other > 0) {
+				return r, fmt.Errorf("%s answered %v, %d failed connections; want (almost) all 409", t.addr, res.Statuses, res.Errors)
+			}
+			*t.into = append(*t.into, res)
+		}
+	}
+	return r, nil
+}
+
+// Summary is the median of each figure over the rounds.
+type Summary struct {
+	RPS           float64
+	P50, P99, Max time.Duration
+}
+
+func summarize(rs []load.Result) Summary {
+	var rps []float64
+	var p50, p99, mx []time.Duration
+	for _, r := range rs {
+		rps = append(rps, r.RPS())
+		p50 = append(p50, r.Latency.Quantile(0.50))
+		p99 = append(p99, r.Latency.Quantile(0.99))
+		mx = append(mx, r.Latency.Max())
+	}
+	return Summary{RPS: median(rps), P50: median(p50), P99: median(p99), Max: median(mx)}
+}
+
+func median[T float64 | time.Duration](v []T) T {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BareSummary and EdgeSummary are the medians of each server's rounds.
+func (r Report) BareSummary() Summary { return summarize(r.Bare) }
+func (r Report) EdgeSummary() Summary { return summarize(r.Edge) }
+
+// Ratio is the edge's median requests per second over the bare server's.
+func (r Report) Ratio() float64 {
+	b := r.BareSummary().RPS
+	if b == 0 {
+		return 0
+	}
+	return r.EdgeSummary().RPS / b
+}
+
+// Print writes each round and the medians.
+func (r Report) Print(w io.Writer) {
+	s := r.Settings
+	fmt.Fprintf(w, "load: %d connections, %v warm-up + %v per round, %d rounds, POST /vouchers/%s/reservations with new orderIds\n",
+		s.Conns, s.Warmup, s.Duration, len(r.Bare), s.Code)
+	fmt.Fprintf(w, "%-6s %-5s %12s %10s %10s %10s\n", "round", "server", "req/s", "p50", "p99", "max")
+	for i := range r.Bare {
+		for _, x := range []struct {
+			name string
+			res  load.Result
+		}{{"bare", r.Bare[i]}, {"edge", r.Edge[i]}} {
+			fmt.Fprintf(w, "%-6d %-5s %12.0f %10v %10v %10v\n", i+1, x.name, x.res.RPS(),
+				x.res.Latency.Quantile(0.5).Round(time.Microsecond), x.res.Latency.Quantile(0.99).Round(time.Microsecond),
+				x.res.Latency.Max().Round(time.Microsecond))
+		}
+	}
+	b, e := r.BareSummary(), r.EdgeSummary()
+	fmt.Fprintf(w, "median bare: %.0f req/s, p50 %v, p99 %v\n", b.RPS, b.P50.Round(time.Microsecond), b.P99.Round(time.Microsecond))
+	fmt.Fprintf(w, "median edge: %.0f req/s, p50 %v, p99 %v (%d of %d new orders forwarded as possible holders)\n",
+		e.RPS, e.P50.Round(time.Microsecond), e.P99.Round(time.Microsecond), r.forwarded(), r.edgeRequests())
+	verdict := "goal met"
+	if r.Ratio() < 0.8 || e.P99 >= 5*time.Millisecond {
+		verdict = "goal NOT met"
+	}
+	fmt.Fprintf(w, "ratio edge/bare: %.2f (goal >= 0.80 with edge p99 < 5ms: %s)\n", r.Ratio(), verdict)
+}
+
+func (r Report) edgeRequests() (n int64) {
+	for _, res := range r.Edge {
+		n += res.Requests
+	}
+	return n
+}
+
+func (r Report) forwarded() (n int64) {
+	for _, res := range r.Edge {
+		n += res.Requests - res.Statuses[fasthttp.StatusConflict]
+	}
+	return n
+}

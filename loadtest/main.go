@@ -1,0 +1,89 @@
+// Command loadtest loads a server on this machine with flash-sale reservations.
+//
+//	go run ./loadtest compare [flags]        the edge's sold-out answer against a bare fasthttp server
+//	go run ./loadtest flash -target ADDR ... reservations of new orders at an edge or backend on 127.0.0.1
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"time"
+
+	"vouchergate/loadtest/compare"
+	"vouchergate/loadtest/load"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "compare":
+		err = runCompare(ctx, os.Args[2:])
+	case "flash":
+		err = runFlash(ctx, os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: loadtest compare [-rounds N -duration D -warmup D -conns N]\n       loadtest flash -target 127.0.0.1:PORT -code CODE [-duration D -conns N]")
+	os.Exit(2)
+}
+
+func loadFlags(fs *flag.FlagSet) *load.Settings {
+	s := &load.Settings{}
+	fs.IntVar(&s.Conns, "conns", 64, "connections, one request in flight on each")
+	fs.DurationVar(&s.Duration, "duration", 5*time.Second, "measured time per run")
+	fs.DurationVar(&s.Warmup, "warmup", time.Second, "unmeasured time before each run")
+	return s
+}
+
+func runCompare(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("compare", flag.ExitOnError)
+	s := loadFlags(fs)
+	rounds := fs.Int("rounds", 5, "rounds per server, alternating")
+	_ = fs.Parse(args)
+	r, err := compare.Run(ctx, *rounds, *s)
+	if err != nil {
+		return err
+	}
+	r.Print(os.Stdout)
+	return nil
+}
+
+func runFlash(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("flash", flag.ExitOnError)
+	s := loadFlags(fs)
+	target := fs.String("target", "127.0.0.1:8081", "the edge or backend, on 127.0.0.1")
+	fs.StringVar(&s.Code, "code", "FLASH100", "voucher code")
+	fs.StringVar(&s.Prefix, "orders", fmt.Sprintf("lt%d-", time.Now().Unix()), "orderId prefix")
+	_ = fs.Parse(args)
+	r, err := load.Run(ctx, *target, *s)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s: %d requests in %v: %.0f req/s, p50 %v, p99 %v, max %v, %d failed connections\n",
+		*target, r.Requests, r.Elapsed, r.RPS(), r.Latency.Quantile(0.5), r.Latency.Quantile(0.99), r.Latency.Max(), r.Errors)
+	statuses := make([]int, 0, len(r.Statuses))
+	for st := range r.Statuses {
+		statuses = append(statuses, st)
+	}
+	sort.Ints(statuses)
+	for _, st := range statuses {
+		fmt.Printf("  %d: %d\n", st, r.Statuses[st])
+	}
+	return nil
+}
