@@ -51,8 +51,10 @@ type Listener struct {
 	syncs    atomic.Uint64 // complete snapshots so far
 	applied  atomic.Uint64 // states applied from the bucket
 
-	stop chan struct{}
-	done chan struct{}
+	ctx    context.Context // cancelled by Close, so that a watch being set up gives up at once
+	cancel context.CancelFunc
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // Start connects to NATS and starts watching. It does not wait for NATS: when it is down the
@@ -66,6 +68,7 @@ func Start(o Options, cache *soldout.Cache, log *slog.Logger) (*Listener, error)
 		resync: make(chan struct{}, 1), synced: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
 	nc, err := nats.Connect(o.URL,
 		nats.Name("vouchergate-edge"),
 		nats.RetryOnFailedConnect(true),
@@ -81,10 +84,12 @@ func Start(o Options, cache *soldout.Cache, log *slog.Logger) (*Listener, error)
 		}),
 	)
 	if err != nil {
+		l.cancel()
 		return nil, fmt.Errorf("VG_NATS_URL=%s: connect: %w", o.URL, err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
+		l.cancel()
 		nc.Close()
 		return nil, fmt.Errorf("NATS JetStream: %w", err)
 	}
@@ -111,6 +116,7 @@ func (l *Listener) Connected() bool { return l.nc.IsConnected() }
 
 // Close stops watching and closes the connection.
 func (l *Listener) Close() {
+	l.cancel()
 	close(l.stop)
 	<-l.done
 	l.nc.Close()
@@ -175,7 +181,7 @@ func (w *watch) stop() {
 // watch binds the bucket, creating it (with the backends' settings) if no backend has yet,
 // and watches every key.
 func (l *Listener) watch() (*watch, error) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(l.ctx)
 	w, err := l.watchIn(ctx)
 	if err != nil {
 		cancel()

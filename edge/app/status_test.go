@@ -1,0 +1,61 @@
+package app_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"vouchergate/backend/backendtest"
+)
+
+func TestStatusEndpoints(t *testing.T) {
+	cfg := backendtest.Config(t)
+	b := startBackendProcess(t, cfg, "")
+	admin := backendtest.Start(t, cfg)
+	e := startEdge(t, edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b.addr))
+	sellOut(t, admin, e, "STATUS", 2)
+	eventually(t, 3*time.Second, "sell-out learned", func() bool { return e.knows("STATUS") })
+
+	if a := e.do(t, "GET", "/healthz", ""); a.Status != 200 || a.Body != `{"status":"ok"}` {
+		t.Fatalf("/healthz: %d %s", a.Status, a.Body)
+	}
+	var ready struct {
+		Ready    bool `json:"ready"`
+		Backends []struct {
+			Addr    string `json:"addr"`
+			Healthy bool   `json:"healthy"`
+		} `json:"backends"`
+		NATS struct {
+			Connected, Synced bool
+		} `json:"nats"`
+		SoldOut []string `json:"soldOut"`
+	}
+	a := e.do(t, "GET", "/readyz", "")
+	if err := json.Unmarshal([]byte(a.Body), &ready); err != nil || a.Status != 200 {
+		t.Fatalf("/readyz: %d %s", a.Status, a.Body)
+	}
+	if !ready.Ready || len(ready.Backends) != 1 || !ready.Backends[0].Healthy || !ready.NATS.Connected || !ready.NATS.Synced ||
+		len(ready.SoldOut) != 1 || ready.SoldOut[0] != "STATUS" {
+		t.Fatalf("/readyz says %s", a.Body)
+	}
+	e.reserve(t, "STATUS", "late", "late-order")
+	m := e.do(t, "GET", "/metrics", "")
+	for _, line := range []string{
+		"vg_edge_soldout_answers_total 1",
+		`vg_edge_requests_total{route="reserve"} 3`,
+		"vg_edge_backends_healthy 1",
+		"vg_edge_soldout_vouchers 1",
+		"vg_edge_nats_connected 1",
+	} {
+		if !strings.Contains(m.Body, line+"\n") {
+			t.Errorf("/metrics lacks %q:\n%s", line, m.Body)
+		}
+	}
+
+	b.kill()
+	eventually(t, 3*time.Second, "backend out", func() bool { return e.App.Pool.Healthy() == 0 })
+	if a := e.do(t, "GET", "/readyz", ""); a.Status != 503 || !strings.Contains(a.Body, `"ready":false`) {
+		t.Fatalf("/readyz with no backend: %d %s", a.Status, a.Body)
+	}
+}
