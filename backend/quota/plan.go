@@ -83,17 +83,13 @@ func validateDeduct(bizID int64, idemKey string, items []Item) error {
 }
 
 func validateItem(i int, it *Item) error {
-	var buf [32]byte
-	field := func(name string) string {
-		b := append(buf[:0], "items["...)
-		b = strconv.AppendInt(b, int64(i), 10)
-		return string(append(append(b, "]."...), name...))
+	// field names are built only on the error path: this runs on every deduct
+	field := func(name string) string { return "items[" + strconv.Itoa(i) + "]." + name }
+	if checkIdentityType("identityType", it.IdentityType) != nil {
+		return checkIdentityType(field("identityType"), it.IdentityType)
 	}
-	if err := checkIdentityType(field("identityType"), it.IdentityType); err != nil {
-		return err
-	}
-	if err := checkID(field("identity"), it.Identity, wire.MaxIdentityLen); err != nil {
-		return err
+	if checkID("identity", it.Identity, wire.MaxIdentityLen) != nil {
+		return checkID(field("identity"), it.Identity, wire.MaxIdentityLen)
 	}
 	if len(it.Dimensions) == 0 {
 		return invalid("%s must hold at least one dimension, e.g. \"ITEM:1001\"", field("dimensions"))
@@ -102,8 +98,8 @@ func validateItem(i int, it *Item) error {
 		return invalid("%s holds %d dimensions; at most %d", field("dimensions"), len(it.Dimensions), wire.MaxItemDimensions)
 	}
 	for j, d := range it.Dimensions {
-		if err := checkDimension(field("dimensions["+strconv.Itoa(j)+"]"), d, false); err != nil {
-			return err
+		if checkDimension("dimension", d, false) != nil {
+			return checkDimension(field("dimensions["+strconv.Itoa(j)+"]"), d, false)
 		}
 		for _, e := range it.Dimensions[:j] {
 			if e == d {
@@ -120,7 +116,8 @@ func validateItem(i int, it *Item) error {
 // plan turns validated items into one step per identity, in the fixed order of identity type,
 // then identity, that every deduct follows.
 func plan(prefix string, bizID int64, items []Item, rules *ruleSet, now time.Time) ([]step, error) {
-	order := make([]int, len(items))
+	var orderBuf [wire.MaxQuotaItems]int
+	order := orderBuf[:len(items)]
 	for i := range order {
 		order[i] = i
 	}
@@ -174,16 +171,12 @@ func (st *step) add(item int, dim string, r *Rule, amount int64, now time.Time, 
 	if w.Type == Rolling {
 		c.kind, c.span, c.seg = 'R', w.Size.Milliseconds(), w.id
 	} else {
-		p, ok := w.PeriodAt(now)
+		p, ok := w.periodAt(now)
 		if !ok {
 			return // a fixed window that is not open now
 		}
-		c.kind, c.resetsAt = 'C', p.End.UnixMilli()
+		c.kind, c.resetsAt, c.seg = 'C', p.endMs, p.seg
 		c.span = c.resetsAt - nowMs + counterGrace.Milliseconds()
-		c.seg = w.id
-		if w.Type != Fixed {
-			c.seg = w.id + "/" + p.Label
-		}
 	}
 	for k := range st.counters {
 		e := &st.counters[k]

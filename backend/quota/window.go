@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	_ "time/tzdata" // time zones work on hosts without a zoneinfo database
 )
@@ -29,8 +30,16 @@ type Window struct {
 	Start    time.Time     // FIXED
 	End      time.Time     // FIXED
 
-	loc *time.Location
-	id  string
+	loc    *time.Location
+	id     string
+	period *atomic.Pointer[period] // the last period used, shared by copies of the window
+}
+
+// period is a calendar or fixed window's period as key names and deducts use it.
+type period struct {
+	start, end time.Time
+	endMs      int64
+	seg        string // the window and period part of counter key names
 }
 
 // Bounds on windows.
@@ -69,7 +78,7 @@ func NewCalendarWindow(t WindowType, tz string) (Window, error) {
 	if err != nil {
 		return Window{}, invalid("window.timezone %q is not an IANA time zone name", tz)
 	}
-	return Window{Type: t, Timezone: tz, loc: loc, id: string(t) + "/" + tz}, nil
+	return Window{Type: t, Timezone: tz, loc: loc, id: string(t) + "/" + tz, period: new(atomic.Pointer[period])}, nil
 }
 
 // NewRollingWindow returns a ROLLING window of size, a whole number of milliseconds from 1s to
@@ -88,8 +97,11 @@ func NewFixedWindow(start, end time.Time) (Window, error) {
 		return Window{}, invalid("window.end %s must be after window.start %s",
 			end.Format(time.RFC3339Nano), start.Format(time.RFC3339Nano))
 	}
-	return Window{Type: Fixed, Start: start, End: end,
-		id: "FIXED/" + strconv.FormatInt(start.UnixMilli(), 10) + "/" + strconv.FormatInt(end.UnixMilli(), 10)}, nil
+	w := Window{Type: Fixed, Start: start, End: end,
+		id: "FIXED/" + strconv.FormatInt(start.UnixMilli(), 10) + "/" + strconv.FormatInt(end.UnixMilli(), 10)}
+	w.period = new(atomic.Pointer[period])
+	w.period.Store(&period{start: start, end: end, endMs: end.UnixMilli(), seg: w.id})
+	return w, nil
 }
 
 // ParseWindowID returns the window whose ID is id.
@@ -168,6 +180,27 @@ func (w Window) PeriodAt(now time.Time) (Period, bool) {
 		p.End = time.Date(y, m+1, 1, 0, 0, 0, 0, w.loc)
 		p.Label = label(nil, y, 4, "", int(m), 2, -1)
 	}
+	return p, true
+}
+
+// periodAt is PeriodAt for the deduct path: the period of the last call is kept, so most
+// calls compute nothing.
+func (w *Window) periodAt(now time.Time) (*period, bool) {
+	if w.period == nil {
+		return nil, false
+	}
+	if p := w.period.Load(); p != nil && !now.Before(p.start) && now.Before(p.end) {
+		return p, true
+	}
+	if w.Type == Fixed {
+		return nil, false
+	}
+	pp, ok := w.PeriodAt(now)
+	if !ok {
+		return nil, false
+	}
+	p := &period{start: pp.Start, end: pp.End, endMs: pp.End.UnixMilli(), seg: w.id + "/" + pp.Label}
+	w.period.Store(p)
 	return p, true
 }
 

@@ -26,6 +26,13 @@ import (
 // database, with a clock stopped at start.
 func newHandlers(t testing.TB, start time.Time) (*quotaapi.Handlers, *quota.ManualClock) {
 	t.Helper()
+	h, clock, _ := newStack(t, start)
+	return h, clock
+}
+
+// newStack is newHandlers that also returns the service.
+func newStack(t testing.TB, start time.Time) (*quotaapi.Handlers, *quota.ManualClock, *quota.Service) {
+	t.Helper()
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, testkit.Database(t))
 	if err != nil {
@@ -49,16 +56,19 @@ func newHandlers(t testing.TB, start time.Time) (*quotaapi.Handlers, *quota.Manu
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.PoolSize = 128
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { rdb.Close() })
 	clock := quota.NewManualClock(start)
-	svc, err := quota.New(ctx, quota.Config{Redis: rdb, DB: pool, KeyPrefix: testkit.RedisPrefix(t),
-		NATSPrefix: testkit.NATSPrefix(), Clock: clock})
+	prefix := testkit.RedisPrefix(t)
+	t.Cleanup(func() { unlinkPrefix(rdb, prefix) })
+	svc, err := quota.New(ctx, quota.Config{Redis: rdb, DB: pool, KeyPrefix: prefix,
+		NATSPrefix: testkit.NATSPrefix(), Clock: clock, IdemTTL: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(svc.Close)
-	return quotaapi.New(svc, quotaapi.Options{MaxBodyBytes: 8192}), clock
+	return quotaapi.New(svc, quotaapi.Options{MaxBodyBytes: 8192}), clock, svc
 }
 
 // route is the routing the backend's router does for these handlers.
@@ -136,4 +146,22 @@ func call(handler fasthttp.RequestHandler, method, uri, body string) *fasthttp.R
 	ctx.Request.SetBodyString(body)
 	handler(&ctx)
 	return &ctx
+}
+
+// unlinkPrefix removes every key under prefix in batches; benchmarks leave hundreds of
+// thousands, more than testkit's key-by-key cleanup removes in its time.
+func unlinkPrefix(c *redis.Client, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	iter := c.Scan(ctx, 0, prefix+"*", 5000).Iterator()
+	batch := make([]string, 0, 1000)
+	for iter.Next(ctx) {
+		if batch = append(batch, iter.Val()); len(batch) == cap(batch) {
+			c.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		c.Unlink(ctx, batch...)
+	}
 }
