@@ -15,24 +15,54 @@ import (
 	"vouchergate/shared/wire"
 )
 
-// decode reads the body into dst, refusing unknown fields and trailing data, or answers 400 or
-// 413 and returns false.
-func (h *Handlers) decode(ctx *fasthttp.RequestCtx, dst any) bool {
+// body returns the request body, or answers 413 or 400 and returns false.
+func (h *Handlers) body(ctx *fasthttp.RequestCtx) ([]byte, bool) {
 	body := ctx.PostBody()
 	if len(body) > h.maxBody {
 		h.error(ctx, fasthttp.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge,
 			fmt.Sprintf("the body is %d bytes; at most %d", len(body), h.maxBody))
-		return false
+		return nil, false
 	}
 	if len(body) == 0 {
 		h.error(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "a JSON body is required")
-		return false
+		return nil, false
 	}
 	if !utf8.Valid(body) {
 		// encoding/json would quietly turn bad bytes into U+FFFD, merging distinct identities
 		h.error(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "the body is not valid UTF-8")
+		return nil, false
+	}
+	return body, true
+}
+
+// decodeWith reads the body with a decoder of decode.go, or answers 400, 413 and returns false.
+func decodeWith[T any](h *Handlers, ctx *fasthttp.RequestCtx, dst *T, decode func([]byte, *T) error) bool {
+	body, ok := h.body(ctx)
+	if !ok {
 		return false
 	}
+	if err := decode(body, dst); err != nil {
+		h.error(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, err.Error())
+		return false
+	}
+	return true
+}
+
+// decode reads the body into dst with encoding/json, refusing unknown fields and trailing
+// data, or answers 400 or 413 and returns false. For bodies off the hot path.
+func (h *Handlers) decode(ctx *fasthttp.RequestCtx, dst any) bool {
+	body, ok := h.body(ctx)
+	if !ok {
+		return false
+	}
+	if err := decodeJSON(body, dst); err != nil {
+		h.error(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, jsonProblem(err))
+		return false
+	}
+	return true
+}
+
+func decodeJSON(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(dst)
@@ -43,11 +73,7 @@ func (h *Handlers) decode(ctx *fasthttp.RequestCtx, dst any) bool {
 			err = errors.New("data after the JSON object")
 		}
 	}
-	if err != nil {
-		h.error(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, jsonProblem(err))
-		return false
-	}
-	return true
+	return err
 }
 
 // jsonProblem says what is wrong with a body in terms of its fields.

@@ -62,7 +62,7 @@ func New(svc *quota.Service, opts Options) *Handlers {
 // 400, 413, 503 (outcome may be unknown: retry with the same idemKey or roll back).
 func (h *Handlers) Deduct(ctx *fasthttp.RequestCtx) {
 	var req wire.QuotaDeductRequest
-	if !h.decode(ctx, &req) {
+	if !decodeWith(h, ctx, &req, decodeDeduct) {
 		return
 	}
 	items, err := deductItems(&req)
@@ -105,7 +105,7 @@ func deductItems(req *wire.QuotaDeductRequest) ([]quota.Item, error) {
 // gave back (nothing for an unknown or already rolled back idemKey), 400, 413, 503.
 func (h *Handlers) Rollback(ctx *fasthttp.RequestCtx) {
 	var req wire.QuotaRollbackRequest
-	if !h.decode(ctx, &req) {
+	if !decodeWith(h, ctx, &req, decodeRollback) {
 		return
 	}
 	res, err := h.svc.Rollback(context.Background(), req.BizID, req.IdemKey)
