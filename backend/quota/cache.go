@@ -17,10 +17,11 @@ type ruleCache struct {
 	set   atomic.Pointer[ruleSet]
 	kick  chan struct{}
 	mu    sync.Mutex // one reload at a time, so an older read never replaces a newer one
+	stats *stats
 }
 
-func newRuleCache(store *ruleStore, log *slog.Logger) *ruleCache {
-	c := &ruleCache{store: store, log: log, kick: make(chan struct{}, 1)}
+func newRuleCache(store *ruleStore, log *slog.Logger, st *stats) *ruleCache {
+	c := &ruleCache{store: store, log: log, kick: make(chan struct{}, 1), stats: st}
 	c.set.Store(newRuleSet(nil))
 	return c
 }
@@ -32,9 +33,12 @@ func (c *ruleCache) reload(ctx context.Context) error {
 	defer c.mu.Unlock()
 	rules, err := c.store.all(ctx)
 	if err != nil {
+		c.stats.ruleErrors.Add(1)
 		return err
 	}
 	c.set.Store(newRuleSet(rules))
+	c.stats.ruleLoads.Add(1)
+	c.stats.rules.Store(uint64(len(rules)))
 	return nil
 }
 

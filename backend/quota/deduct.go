@@ -23,6 +23,7 @@ func (s *Service) Deduct(ctx context.Context, bizID int64, idemKey string, items
 	if err := validateDeduct(bizID, idemKey, items); err != nil {
 		return DeductResult{}, err
 	}
+	s.stats.deducts.Add(1)
 	now := s.cfg.Clock.Now()
 	steps, err := plan(s.cfg.KeyPrefix, bizID, items, s.rules.current(), now)
 	if err != nil {
@@ -40,11 +41,13 @@ func (s *Service) Deduct(ctx context.Context, bizID int64, idemKey string, items
 		tags, &steps[0], idemKey, attempt, nowMs)
 	if err != nil {
 		s.undo(ctx, steps[:1], idemKey, attempt)
+		s.stats.unavailable.Add(1)
 		return DeductResult{}, unavailable("deduct "+idemKey, err)
 	}
 	results[0] = r
 	if !registered {
 		s.undoTaken(ctx, steps, results[:1], idemKey, attempt)
+		s.stats.rolledBack.Add(1)
 		return DeductResult{}, ErrRolledBack
 	}
 	for i := 0; ; i++ {
@@ -58,18 +61,28 @@ func (s *Service) Deduct(ctx context.Context, bizID int64, idemKey string, items
 		r, err := s.gate.deduct(ctx, &steps[i+1], idemKey, attempt, nowMs)
 		if err != nil {
 			s.undo(ctx, steps[:i+2], idemKey, attempt)
+			s.stats.unavailable.Add(1)
 			return DeductResult{}, unavailable("deduct "+idemKey, err)
 		}
 		results[i+1] = r
 	}
-	return s.answer(idemKey, steps, results)
+	res, err := s.answer(idemKey, steps, results)
+	if err != nil {
+		s.stats.unavailable.Add(1)
+		return res, err
+	}
+	s.stats.taken.Add(1)
+	return res, nil
 }
 
 // refused turns a step's refusal into the error to answer, or nil.
 func (s *Service) refused(steps []step, results []stepResult, i int) error {
 	r := &results[i]
 	switch r.status {
+	case stepReplayed:
+		s.stats.replayed.Add(1)
 	case stepFull:
+		s.stats.exceeded.Add(1)
 		st := &steps[i]
 		c := &st.counters[r.full]
 		return &ExceededError{
@@ -79,8 +92,10 @@ func (s *Service) refused(steps []step, results []stepResult, i int) error {
 			Requested: c.amount,
 		}
 	case stepRolledBack:
+		s.stats.rolledBack.Add(1)
 		return ErrRolledBack
 	case stepReused:
+		s.stats.reused.Add(1)
 		return ErrIdemKeyReused
 	}
 	return nil
@@ -111,6 +126,7 @@ func (s *Service) undo(ctx context.Context, steps []step, idemKey, attempt strin
 	defer cancel()
 	for i := range steps {
 		if err := s.gate.undo(ctx, &steps[i], idemKey, attempt); err != nil {
+			s.stats.undoFailed.Add(1)
 			s.cfg.Log.Warn("quota: undo a deduct step; it stays until retried or rolled back",
 				"idemKey", idemKey, "identityType", steps[i].identityType, "err", err)
 		}

@@ -29,6 +29,9 @@ func TestRetriesCountOnce(t *testing.T) {
 		wg.Go(func() { results[i], errs[i] = e.deduct(1, "order-1", it) })
 	}
 	wg.Wait()
+	if st := e.svc.Stats(); st.Taken != n || st.Replayed != n-1 {
+		t.Fatalf("stats %+v; want %d taken, %d of them replays", st, n, n-1)
+	}
 	for i := range n {
 		if errs[i] != nil {
 			t.Fatalf("duplicate %d: %v", i, errs[i])
@@ -128,6 +131,9 @@ func TestRollbackGivesBackOnce(t *testing.T) {
 	}
 	if got := e.used(t, 1, "DEVICE", "d", "*", day); got != 3 {
 		t.Fatalf("device counter %d; want 3", got)
+	}
+	if st := e.svc.Stats(); st.Rollbacks != 10 || st.GivenBack != 9 {
+		t.Fatalf("stats %+v; want 10 rollbacks giving back 9", st)
 	}
 	r, err := e.svc.Rollback(t.Context(), 1, "undo")
 	if err != nil || len(r.Returned) != 0 {

@@ -52,6 +52,7 @@ type Service struct {
 	sub     *nats.Subscription
 	stop    context.CancelFunc
 	done    chan struct{}
+	stats   stats
 }
 
 // New checks cfg, loads the rules, subscribes to rule changes and starts the periodic
@@ -97,7 +98,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		subject: cfg.NATSPrefix + ".quota.rules",
 		done:    make(chan struct{}),
 	}
-	s.rules = newRuleCache(s.store, cfg.Log)
+	s.rules = newRuleCache(s.store, cfg.Log, &s.stats)
 	if err := s.rules.reload(ctx); err != nil {
 		return nil, fmt.Errorf("quota: load rules: %w", err)
 	}
