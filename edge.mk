@@ -4,8 +4,8 @@ GO ?= go
 .PHONY: bench-edge
 
 ## bench-edge: the edge's sold-out answer against a bare fasthttp server answering the same 409,
-## same generator and settings, in one run (5 alternating rounds, medians), printing the ratio;
+## same generator and settings, in one run (9 alternating rounds, medians), printing the ratio;
 ## first the allocation benchmarks of the sold-out path (0 allocs/op expected). Needs no service.
 bench-edge:
 	$(GO) test -run '^$$' -bench 'SoldOutHandler|BareHandler|Extract|Lookup' -benchmem ./edge/proxy/ ./edge/orderid/ ./edge/soldout/
-	$(GO) run ./loadtest compare -rounds 5 -duration 5s -warmup 1s -conns 16
+	$(GO) run ./loadtest compare -rounds 9 -duration 3s -warmup 500ms -conns 8

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"vouchergate/loadtest/compare"
@@ -54,14 +56,29 @@ func loadFlags(fs *flag.FlagSet) *load.Settings {
 func runCompare(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("compare", flag.ExitOnError)
 	s := loadFlags(fs)
-	rounds := fs.Int("rounds", 5, "rounds per server, alternating")
+	rounds := fs.Int("rounds", 9, "rounds per server, alternating")
 	_ = fs.Parse(args)
+	before := loadAverage()
 	r, err := compare.Run(ctx, *rounds, *s)
 	if err != nil {
 		return err
 	}
 	r.Print(os.Stdout)
+	fmt.Printf("machine load average (1 min) before and after: %s, %s on %d CPUs\n", before, loadAverage(), runtime.NumCPU())
 	return nil
+}
+
+// loadAverage is the one-minute load average, which says how much else ran meanwhile.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "unknown"
+	}
+	return f[0]
 }
 
 func runFlash(ctx context.Context, args []string) error {

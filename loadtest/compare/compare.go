@@ -1,7 +1,7 @@
 // Package compare measures, in one run, the edge's sold-out answer against a bare fasthttp
 // server that answers the same fixed 409 body, with the same load generator and settings.
-// Rounds alternate between the two servers so that the other load on this shared machine
-// falls on both alike; the report takes medians.
+// Rounds alternate between the two servers, taking turns going first, so that the other load
+// on this shared machine falls on both alike; the report takes medians.
 package compare
 
 import (
@@ -108,11 +108,16 @@ func Run(ctx context.Context, rounds int, s load.Settings) (Report, error) {
 	defer stopEdge()
 
 	r := Report{Settings: s}
-	for range rounds {
-		for _, t := range []struct {
-			addr string
-			into *[]load.Result
-		}{{bare, &r.Bare}, {edge, &r.Edge}} {
+	type server struct {
+		addr string
+		into *[]load.Result
+	}
+	for i := range rounds {
+		order := []server{{bare, &r.Bare}, {edge, &r.Edge}}
+		if i%2 == 1 { // take turns going first, so a trend in the machine's other load is shared
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, t := range order {
 			res, err := load.Run(ctx, t.addr, s)
 			if err != nil {
 				return r, err

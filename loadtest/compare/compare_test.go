@@ -14,7 +14,7 @@ import (
 // their ratio (goal: edge/bare >= 0.8 with the edge's p99 under 5 ms). `make bench-edge` runs
 // the longer version through `go run ./loadtest compare`.
 func BenchmarkEdgeVsBare(b *testing.B) {
-	s := load.Settings{Conns: 16, Duration: time.Second, Warmup: 250 * time.Millisecond}
+	s := load.Settings{Conns: 8, Duration: time.Second, Warmup: 250 * time.Millisecond}
 	var r Report
 	for b.Loop() {
 		var err error
