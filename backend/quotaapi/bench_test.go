@@ -4,17 +4,18 @@ import (
 	"encoding/csv"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/backend/quota"
-	"vouchergate/lua"
 	"vouchergate/testkit"
 )
 
@@ -70,9 +71,17 @@ func BenchmarkDeductHandler(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deducts/s")
 }
 
+// httpResult is one HTTP load run.
+type httpResult struct {
+	rate     float64 // 200 answers per second
+	p99      float64 // ms
+	redisCPU float64 // µs of Redis CPU per deduct
+	procCPU  float64 // µs of this process's CPU per deduct: server and load client together
+}
+
 // httpRate sends n deducts over real TCP to a fasthttp server on 127.0.0.1 from benchClients
-// connections, and returns the rate of 200 answers.
-func httpRate(b *testing.B, handler fasthttp.RequestHandler, n int64, many bool) float64 {
+// connections.
+func httpRate(b *testing.B, handler fasthttp.RequestHandler, n int64, many bool) httpResult {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -83,7 +92,9 @@ func httpRate(b *testing.B, handler fasthttp.RequestHandler, n int64, many bool)
 	c := &fasthttp.HostClient{Addr: ln.Addr().String(), MaxConns: benchClients}
 	run := time.Now().UnixNano()
 	var seq atomic.Int64
+	lat := make([]time.Duration, n)
 	var wg sync.WaitGroup
+	redis0, proc0 := redisCPU(b), procCPU()
 	start := time.Now()
 	for range benchClients {
 		wg.Go(func() {
@@ -102,19 +113,70 @@ func httpRate(b *testing.B, handler fasthttp.RequestHandler, n int64, many bool)
 					id = "u" + strconv.FormatInt(i%100000, 10)
 				}
 				req.SetBody(deductBody(id, run+i))
+				t := time.Now()
 				if err := c.Do(req, resp); err != nil || resp.StatusCode() != 200 {
 					b.Errorf("deduct: %v %d %s", err, resp.StatusCode(), resp.Body())
 					return
 				}
+				lat[i-1] = time.Since(t)
 			}
 		})
 	}
 	wg.Wait()
-	return float64(n) / time.Since(start).Seconds()
+	elapsed := time.Since(start)
+	slices.Sort(lat)
+	return httpResult{
+		rate:     float64(n) / elapsed.Seconds(),
+		p99:      float64(lat[len(lat)*99/100]) / float64(time.Millisecond),
+		redisCPU: (redisCPU(b) - redis0) * 1e6 / float64(n),
+		procCPU:  (procCPU() - proc0) * 1e6 / float64(n),
+	}
 }
 
-// BenchmarkHTTPDeduct measures allowed deducts per second over HTTP on one machine: client,
-// fasthttp server, service and Redis share its cores.
+// redisCPU returns the shared Redis's CPU seconds so far (INFO cpu).
+func redisCPU(b *testing.B) float64 {
+	out, err := exec.Command("redis-cli", "-u", testkit.RedisURL, "INFO", "cpu").Output()
+	if err != nil {
+		b.Fatalf("redis-cli INFO cpu: %v", err)
+	}
+	var sum float64
+	for _, line := range strings.Split(string(out), "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if k == "used_cpu_sys" || k == "used_cpu_user" {
+			f, _ := strconv.ParseFloat(v, 64)
+			sum += f
+		}
+	}
+	return sum
+}
+
+// procCPU returns this process's CPU seconds so far.
+func procCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// report adds the medians of rs to b's metrics.
+func report(b *testing.B, rs []httpResult) {
+	pick := func(f func(httpResult) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		return median(v)
+	}
+	b.ReportMetric(pick(func(r httpResult) float64 { return r.rate }), "deducts/s")
+	b.ReportMetric(pick(func(r httpResult) float64 { return r.p99 }), "p99-ms")
+	b.ReportMetric(pick(func(r httpResult) float64 { return r.redisCPU }), "redis-µs/op")
+	b.ReportMetric(pick(func(r httpResult) float64 { return r.procCPU }), "proc-µs/op")
+}
+
+// BenchmarkHTTPDeduct measures allowed deducts per second over HTTP on one machine (client,
+// fasthttp server, service and Redis share its cores): the median of benchRounds rounds. Run
+// it with -benchtime 1x.
 func BenchmarkHTTPDeduct(b *testing.B) {
 	_, handler := benchStack(b)
 	for _, many := range []bool{false, true} {
@@ -124,7 +186,11 @@ func BenchmarkHTTPDeduct(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			for range b.N {
-				b.ReportMetric(httpRate(b, handler, 50000, many), "deducts/s")
+				var rs []httpResult
+				for range benchRounds {
+					rs = append(rs, httpRate(b, handler, 20000, many))
+				}
+				report(b, rs)
 			}
 		})
 	}
@@ -132,7 +198,8 @@ func BenchmarkHTTPDeduct(b *testing.B) {
 
 // BenchmarkHTTPVersusRedisBenchmark runs, in the same run on the same Redis, redis-benchmark
 // sending the deduct script's EVALSHA for one identity, then as many deducts over HTTP, and
-// reports both rates and their ratio. Run it with -benchtime 1x -count 5 and take medians.
+// reports the medians of both rates and of their ratio over benchRounds rounds. Run it with
+// -benchtime 1x.
 func BenchmarkHTTPVersusRedisBenchmark(b *testing.B) {
 	if _, err := exec.LookPath("redis-benchmark"); err != nil {
 		b.Skip("redis-benchmark is not installed")
@@ -145,15 +212,31 @@ func BenchmarkHTTPVersusRedisBenchmark(b *testing.B) {
 	if c := call(handler, "POST", "/quotas/deduct", string(deductBody("bench", 0))); c.Response.StatusCode() != 200 {
 		b.Fatalf("warm-up: %s", c.Response.Body()) // also loads the scripts
 	}
-	_ = lua.QuotaDeduct
-	const n = 100000
+	const n = 50000
 	for range b.N {
-		theirs := redisBenchmark(b, cmd, n)
-		ours := httpRate(b, handler, n, false)
-		b.ReportMetric(theirs, "redis-benchmark/s")
-		b.ReportMetric(ours, "deducts/s")
-		b.ReportMetric(ours/theirs, "ratio")
+		var theirs, ratios []float64
+		var ours []httpResult
+		for range benchRounds {
+			t := redisBenchmark(b, cmd, n)
+			o := httpRate(b, handler, n, false)
+			theirs, ours, ratios = append(theirs, t), append(ours, o), append(ratios, o.rate/t)
+		}
+		b.ReportMetric(median(theirs), "redis-benchmark/s")
+		report(b, ours)
+		b.ReportMetric(median(ratios), "ratio")
 	}
+}
+
+// benchRounds is how many times a comparison alternates the two sides; it reports medians.
+const benchRounds = 5
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // redisBenchmark runs redis-benchmark -c benchClients -n n on cmd against the shared Redis and
