@@ -2,7 +2,7 @@
 -- Loading twice must never add uses, so the check and the writes are one script (SET NX-style).
 -- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders (as in reserve.lua)
 -- ARGV[1] total_limit
--- ARGV[2..] triples: orderId, holder ("reservedAtMillis:customerId"), customerId,
+-- ARGV[2..] triples: orderId, holder ("reservedAtMillis:attempt:customerId"), customerId,
 --           one per RESERVED or CONFIRMED redemption
 -- Returns {1, remaining} when it loaded the voucher, {0, remaining} when it was loaded already.
 local remaining = redis.call('GET', KEYS[1])

@@ -1,5 +1,5 @@
 -- release.lua: give back the use an order holds, once. Keeps remaining + HLEN(orders) constant.
--- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders (as in reserve.lua)
+-- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders (as in reserve.lua; holder "reservedAtMillis:attempt:customerId")
 -- ARGV[1] orderId
 -- ARGV[2] expected holder, or "" for any: a compensation names the holder it wrote, so it never
 --         gives back a use that a later attempt took for the same order.
@@ -10,7 +10,8 @@ local holder = redis.call('HGET', KEYS[3], ARGV[1])
 if not holder or (ARGV[2] ~= '' and holder ~= ARGV[2]) then
   return {0, tonumber(redis.call('GET', KEYS[1]) or '-1')}
 end
-local customer = string.sub(holder, string.find(holder, ':', 1, true) + 1)
+local first = string.find(holder, ':', 1, true)
+local customer = string.sub(holder, string.find(holder, ':', first + 1, true) + 1)
 redis.call('HDEL', KEYS[3], ARGV[1])
 if redis.call('HINCRBY', KEYS[2], customer, -1) <= 0 then
   redis.call('HDEL', KEYS[2], customer)

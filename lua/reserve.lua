@@ -1,11 +1,11 @@
 -- reserve.lua: take one use of a flash voucher for an order, atomically.
 -- KEYS[1] remaining  integer: uses left
 -- KEYS[2] users      hash customerId -> active uses
--- KEYS[3] orders     hash orderId -> holder "reservedAtMillis:customerId"
+-- KEYS[3] orders     hash orderId -> holder "reservedAtMillis:attempt:customerId"
 -- ARGV[1] customerId
 -- ARGV[2] perUserLimit
 -- ARGV[3] orderId
--- ARGV[4] holder to store: "nowMillis:customerId"
+-- ARGV[4] holder to store: "nowMillis:attempt:customerId", attempt unique to this try
 -- Returns {status, detail}:
 --   { 1, remaining after the take }   reserved
 --   { 0, holder }                     the order already holds a use (a retry)

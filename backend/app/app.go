@@ -65,7 +65,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	}()
 
 	var err error
-	if a.Pool, err = store.Open(ctx, cfg.DatabaseURL, 0); err != nil {
+	if a.Pool, err = store.Open(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns)); err != nil {
 		return nil, err
 	}
 	if err := store.Migrate(ctx, a.Pool); err != nil {
@@ -87,27 +87,39 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 		o(&vcfg)
 	}
 	a.Vouchers = voucher.NewService(a.Store, a.Gate, a.notifier, vcfg)
-	server := api.New(a.Vouchers, api.Options{AdminToken: cfg.AdminToken, State: a.Gate, Log: a.log})
+	server := api.New(a.Vouchers, api.Options{AdminToken: cfg.AdminToken, RequestTimeout: cfg.RequestTimeout, State: a.Gate, Log: a.log})
 	a.http = server.HTTPServer(cfg.MaxBodyBytes)
 	ok = true
 	return a, nil
 }
+
+// A burst of flash requests should wait on Redis itself (single-threaded, ~10 µs a script),
+// not on the client's pool, nor dial 128 connections at once when the sale opens.
+const (
+	redisPoolSize = 128
+	redisIdle     = 16
+)
+
+// dialTimeout is at least a second: a stopped Redis refuses at once, and a burst of dials on a
+// busy machine should not fail on a tight bound meant for answers.
+func dialTimeout(cfg config.Backend) time.Duration { return max(time.Second, cfg.RedisTimeout) }
 
 func openRedis(cfg config.Backend) (redis.UniversalClient, error) {
 	// No automatic retries: a script retried after a timeout may run twice, and a dead Redis
 	// must give a quick 503, not a pile-up.
 	if len(cfg.RedisClusterAddrs) > 0 {
 		return redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs: cfg.RedisClusterAddrs, DialTimeout: cfg.RedisTimeout, ReadTimeout: cfg.RedisTimeout,
-			WriteTimeout: cfg.RedisTimeout, PoolTimeout: cfg.RedisTimeout, MaxRetries: -1,
-			DialerRetries: 1, DialerRetryTimeout: 50 * time.Millisecond,
+			Addrs: cfg.RedisClusterAddrs, DialTimeout: dialTimeout(cfg), ReadTimeout: cfg.RedisTimeout,
+			WriteTimeout: cfg.RedisTimeout, PoolTimeout: 3 * cfg.RedisTimeout, PoolSize: redisPoolSize,
+			MinIdleConns: redisIdle, MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: 50 * time.Millisecond,
 		}), nil
 	}
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("VG_REDIS_URL is invalid; expected redis://host:port/db: %w", err)
 	}
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = dialTimeout(cfg), cfg.RedisTimeout, cfg.RedisTimeout
+	opts.PoolTimeout, opts.PoolSize, opts.MinIdleConns = 3*cfg.RedisTimeout, redisPoolSize, redisIdle
 	opts.MaxRetries = -1
 	opts.DialerRetries, opts.DialerRetryTimeout = 1, 50*time.Millisecond
 	return redis.NewClient(opts), nil

@@ -33,21 +33,24 @@ type Backend struct {
 }
 
 // Config returns settings isolated for one test: a fresh database, key prefix and subject
-// prefix on the shared servers.
+// prefix on the shared servers. Its time bounds are generous: tests run with -race on a
+// small, shared machine and check correctness, not speed; fault tests shorten what they need.
 func Config(t testing.TB) config.Backend {
 	return config.Backend{
-		DatabaseURL:  testkit.Database(t),
-		RedisURL:     testkit.RedisURL,
-		RedisPrefix:  testkit.RedisPrefix(t),
-		RedisTimeout: 300 * time.Millisecond,
-		NATSURL:      testkit.NATSURL,
-		NATSPrefix:   testkit.NATSPrefix(),
-		AdminToken:   Token,
-		HoldTTL:      15 * time.Minute,
-		DBTimeout:    2 * time.Second,
-		InFlightWait: time.Second,
-		MaxBodyBytes: 8192,
-		SoldOutEvery: 250 * time.Millisecond,
+		DatabaseURL:    testkit.Database(t),
+		RedisURL:       testkit.RedisURL,
+		RedisPrefix:    testkit.RedisPrefix(t),
+		RedisTimeout:   300 * time.Millisecond,
+		NATSURL:        testkit.NATSURL,
+		NATSPrefix:     testkit.NATSPrefix(),
+		AdminToken:     Token,
+		HoldTTL:        15 * time.Minute,
+		RequestTimeout: 30 * time.Second,
+		DBTimeout:      10 * time.Second,
+		DBMaxConns:     32,
+		InFlightWait:   10 * time.Second,
+		MaxBodyBytes:   8192,
+		SoldOutEvery:   250 * time.Millisecond,
 	}
 }
 
@@ -72,7 +75,7 @@ func Start(t testing.TB, cfg config.Backend, opts ...app.Option) *Backend {
 	return &Backend{
 		URL: "http://" + ln.Addr().String(), Addr: ln.Addr().String(), App: a, Config: cfg,
 		client: &fasthttp.Client{MaxConnsPerHost: 512, MaxConnWaitTimeout: 20 * time.Second,
-			ReadTimeout: 15 * time.Second, WriteTimeout: 15 * time.Second},
+			ReadTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second},
 	}
 }
 
@@ -116,7 +119,7 @@ func (b *Backend) do(t testing.TB, method, path string, body any, edit func(*fas
 	if edit != nil {
 		edit(req)
 	}
-	if err := b.client.DoTimeout(req, resp, 15*time.Second); err != nil {
+	if err := b.client.DoTimeout(req, resp, 60*time.Second); err != nil {
 		t.Errorf("%s %s: %v", method, path, err)
 		return 0, nil
 	}

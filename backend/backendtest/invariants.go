@@ -3,6 +3,7 @@ package backendtest
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,12 +91,12 @@ func (b *Backend) CheckRedis(t testing.TB, code string) {
 	}
 	perCustomer := map[string]int{}
 	for _, h := range holders {
-		for i := 0; i < len(h); i++ {
-			if h[i] == ':' {
-				perCustomer[h[i+1:]]++
-				break
-			}
+		_, rest, _ := strings.Cut(h, ":")         // reservedAtMillis
+		_, customer, ok := strings.Cut(rest, ":") // attempt
+		if !ok {
+			t.Errorf("R1 %s: malformed holder %q", code, h)
 		}
+		perCustomer[customer]++
 	}
 	if len(perCustomer) != len(users) {
 		t.Errorf("R1 %s: users has %d customers, orders %d", code, len(users), len(perCustomer))

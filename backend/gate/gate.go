@@ -17,6 +17,9 @@ import (
 	"vouchergate/shared/keys"
 )
 
+// loadedAttempt marks a hold loaded from the database rather than taken by a request.
+const loadedAttempt = "db"
+
 // Gate implements voucher.Gate. It is safe for concurrent use.
 type Gate struct {
 	rdb    redis.UniversalClient
@@ -28,18 +31,19 @@ func New(rdb redis.UniversalClient, prefix string) *Gate { return &Gate{rdb: rdb
 
 func (g *Gate) keys(code string) keys.Voucher { return keys.ForVoucher(g.prefix, code) }
 
-// formatHolder is the orders hash value: "reservedAtMillis:customerId".
+// formatHolder is the orders hash value: "reservedAtMillis:attempt:customerId".
 func formatHolder(h voucher.Holder) string {
-	return strconv.FormatInt(h.ReservedAt.UnixMilli(), 10) + ":" + h.CustomerID
+	return strconv.FormatInt(h.ReservedAt.UnixMilli(), 10) + ":" + h.Attempt + ":" + h.CustomerID
 }
 
 func parseHolder(s string) (voucher.Holder, error) {
-	ms, customer, ok := strings.Cut(s, ":")
+	ms, rest, ok1 := strings.Cut(s, ":")
+	attempt, customer, ok2 := strings.Cut(rest, ":")
 	n, err := strconv.ParseInt(ms, 10, 64)
-	if !ok || err != nil {
+	if !ok1 || !ok2 || err != nil {
 		return voucher.Holder{}, fmt.Errorf("malformed holder %q", s)
 	}
-	return voucher.Holder{CustomerID: customer, ReservedAt: time.UnixMilli(n)}, nil
+	return voucher.Holder{CustomerID: customer, ReservedAt: time.UnixMilli(n), Attempt: attempt}, nil
 }
 
 // Reserve runs reserve.lua.
@@ -91,7 +95,7 @@ func (g *Gate) Load(ctx context.Context, v voucher.Voucher, active []voucher.Red
 	args := make([]any, 0, 1+3*len(active))
 	args = append(args, v.TotalLimit)
 	for _, r := range active {
-		args = append(args, r.OrderID, formatHolder(voucher.Holder{CustomerID: r.CustomerID, ReservedAt: r.ReservedAt}), r.CustomerID)
+		args = append(args, r.OrderID, formatHolder(voucher.Holder{CustomerID: r.CustomerID, ReservedAt: r.ReservedAt, Attempt: loadedAttempt}), r.CustomerID)
 	}
 	res, err := lua.Load.Run(ctx, g.rdb, g.keys(v.Code).List(), args...).Slice()
 	if err != nil {

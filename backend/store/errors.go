@@ -9,7 +9,15 @@ import (
 	"vouchergate/backend/voucher"
 )
 
-const uniqueViolation = "23505"
+const (
+	uniqueViolation  = "23505"
+	notNullViolation = "23502"
+)
+
+func isNotNull(err error, column string) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == notNullViolation && pg.ColumnName == column
+}
 
 func isUnique(err error, constraint string) bool {
 	var pg *pgconn.PgError
@@ -27,4 +35,9 @@ func failed(err error, format string, args ...any) error {
 		return fmt.Errorf("%s: %w: %w", what, voucher.ErrNotWritten, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// notWritten wraps an error met before COMMIT was sent: nothing can have been committed.
+func notWritten(err error, format string, args ...any) error {
+	return fmt.Errorf("%s: %w: %w", fmt.Sprintf(format, args...), voucher.ErrNotWritten, err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,6 +33,32 @@ func (s *Store) Redemption(ctx context.Context, orderID string) (voucher.Redempt
 	return r, nil
 }
 
+// Lookup reads, in one query without locks, the order's redemption (if any) and whether the
+// voucher has no use left. A snapshot may be a moment old: it can refuse a use that a release
+// just gave back (under-allocation), never grant one.
+func (s *Store) Lookup(ctx context.Context, code, orderID string) (voucher.Lookup, error) {
+	var l voucher.Lookup
+	var r voucher.Redemption
+	var found bool
+	err := s.pool.QueryRow(ctx, `SELECT v.used_count >= v.total_limit, r.order_id IS NOT NULL,
+			coalesce(r.voucher_code, ''), coalesce(r.customer_id, ''), coalesce(r.order_id, ''),
+			coalesce(r.status, ''), coalesce(r.order_amount, 0), coalesce(r.discount_amount, 0),
+			coalesce(r.reserved_at, 'epoch'), coalesce(r.hold_expires_at, 'epoch')
+		FROM vouchers v LEFT JOIN redemptions r ON r.order_id = $2
+		WHERE v.code = $1`, code, orderID).Scan(&l.SoldOut, &found, &r.VoucherCode, &r.CustomerID, &r.OrderID,
+		&r.Status, &r.OrderAmount, &r.DiscountAmount, &r.ReservedAt, &r.HoldExpiresAt)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return l, voucher.ErrVoucherNotFound
+	case err != nil:
+		return l, fmt.Errorf("look up %s/%s: %w", code, orderID, err)
+	}
+	if found {
+		l.Existing = &r
+	}
+	return l, nil
+}
+
 // ActiveRedemptions lists the voucher's RESERVED and CONFIRMED redemptions.
 func (s *Store) ActiveRedemptions(ctx context.Context, code string) ([]voucher.Redemption, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+redemptionColumns+` FROM redemptions
@@ -46,65 +73,94 @@ func (s *Store) ActiveRedemptions(ctx context.Context, code string) ([]voucher.R
 	return list, nil
 }
 
-// Reserve takes one use in one transaction: the guarded UPDATE of the voucher (which also
-// serialises the voucher's reservations, so the slot choice below cannot race), then the
-// redemption in the customer's lowest free slot.
+// reserveSQL takes a use and writes the redemption in one statement: the guarded UPDATE of the
+// voucher, then the redemption in the customer's lowest free slot. One statement, sent with its
+// time limit in one round trip, holds the voucher's row lock only while the server runs it.
+// No free slot leaves slot NULL, which aborts the whole statement (nothing is taken).
+const reserveSQL = `WITH take AS (
+		UPDATE vouchers SET used_count = used_count + 1
+		WHERE code = $1 AND used_count < total_limit AND starts_at <= $2 AND $2 < ends_at
+		RETURNING code, per_user_limit)
+	INSERT INTO redemptions (voucher_code, per_user_limit, customer_id, order_id, slot, status,
+		order_amount, discount_amount, reserved_at, hold_expires_at)
+	SELECT take.code, take.per_user_limit, $3, $4,
+		(SELECT free.n FROM generate_series(1, take.per_user_limit) AS free(n)
+		 WHERE NOT EXISTS (SELECT 1 FROM redemptions r WHERE r.voucher_code = $1 AND r.customer_id = $3
+			AND r.slot = free.n AND r.status IN ('RESERVED', 'CONFIRMED'))
+		 ORDER BY free.n LIMIT 1),
+		'RESERVED', $5, $6, $7, $8
+	FROM take
+	RETURNING ` + redemptionColumns
+
+// slotTries bounds how often Reserve retries a statement that lost a slot to a concurrent
+// reservation of the same customer (its snapshot predates the row lock it waited for).
+const slotTries = 3
+
+// Reserve takes one use, or returns ErrOutOfStock, ErrNotEligible, ErrAlreadyUsed,
+// ErrOrderExists or a failure. A failure is ErrNotWritten when the server refused the
+// statement (its time limit, a constraint) or it was never sent; otherwise its outcome is
+// unknown. The server-side time limit ends before ctx's deadline, so a slow statement is
+// refused rather than left unknown.
 func (s *Store) Reserve(ctx context.Context, h voucher.Hold, now time.Time) (voucher.Redemption, error) {
+	for try := 1; ; try++ {
+		r, err := s.reserveOnce(ctx, h, now)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return r, s.whyNoUse(ctx, h, now)
+		case isNotNull(err, "slot"):
+			return r, voucher.ErrAlreadyUsed
+		case isUnique(err, "redemptions_order_id_key"):
+			return r, voucher.ErrOrderExists
+		case isUnique(err, "redemptions_active_customer_slot") && try < slotTries:
+			continue
+		case isUnique(err, "redemptions_active_customer_slot"):
+			return r, voucher.ErrAlreadyUsed
+		case err != nil:
+			return r, failed(err, "reserve %s", h.VoucherCode)
+		}
+		return r, nil
+	}
+}
+
+func (s *Store) reserveOnce(ctx context.Context, h voucher.Hold, now time.Time) (voucher.Redemption, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('statement_timeout', $1, true)`, statementTimeout(ctx))
+	b.Queue(reserveSQL, h.VoucherCode, now, h.CustomerID, h.OrderID, h.OrderAmount, h.DiscountAmount,
+		h.ReservedAt, h.ExpiresAt)
+	br := s.pool.SendBatch(ctx, b) // one implicit transaction
+	_, err := br.Exec()
 	var r voucher.Redemption
-	var inner error // what the transaction's body returned; anything else failed at BEGIN or COMMIT
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		r, inner = s.reserveIn(ctx, tx, h, now)
-		return inner
-	})
-	if err != nil && err != inner {
-		err = failed(err, "reserve %s: begin or commit", h.VoucherCode)
+	if err == nil {
+		r, err = scanRedemption(br.QueryRow())
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
 	}
 	return r, err
 }
 
-func (s *Store) reserveIn(ctx context.Context, tx pgx.Tx, h voucher.Hold, now time.Time) (voucher.Redemption, error) {
-	tag, err := tx.Exec(ctx, `UPDATE vouchers SET used_count = used_count + 1
-		WHERE code = $1 AND used_count < total_limit AND starts_at <= $2 AND $2 < ends_at`, h.VoucherCode, now)
-	if err != nil {
-		return voucher.Redemption{}, failed(err, "reserve %s: take use", h.VoucherCode)
+// statementTimeout is the server-side limit for a statement under ctx: what is left of ctx's
+// time less a margin for the answer to travel, or none without a deadline.
+func statementTimeout(ctx context.Context) string {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return "0"
 	}
-	if tag.RowsAffected() == 0 {
-		return voucher.Redemption{}, s.whyNoUse(ctx, tx, h, now)
-	}
-	r, err := scanRedemption(tx.QueryRow(ctx, `INSERT INTO redemptions (voucher_code, per_user_limit, customer_id,
-			order_id, slot, status, order_amount, discount_amount, reserved_at, hold_expires_at)
-		SELECT v.code, v.per_user_limit, $2, $3, free.n, 'RESERVED', $4, $5, $6, $7
-		FROM vouchers v, generate_series(1, v.per_user_limit) AS free(n)
-		WHERE v.code = $1 AND NOT EXISTS (
-			SELECT 1 FROM redemptions r WHERE r.voucher_code = $1 AND r.customer_id = $2
-			AND r.slot = free.n AND r.status IN ('RESERVED', 'CONFIRMED'))
-		ORDER BY free.n LIMIT 1
-		RETURNING `+redemptionColumns,
-		h.VoucherCode, h.CustomerID, h.OrderID, h.OrderAmount, h.DiscountAmount, h.ReservedAt, h.ExpiresAt))
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return r, voucher.ErrAlreadyUsed
-	case isUnique(err, "redemptions_order_id_key"):
-		return r, voucher.ErrOrderExists
-	case isUnique(err, "redemptions_active_customer_slot"):
-		return r, voucher.ErrAlreadyUsed
-	case err != nil:
-		return r, failed(err, "reserve %s: insert redemption", h.VoucherCode)
-	}
-	return r, nil
+	left := time.Until(deadline) - time.Until(deadline)/10 - 20*time.Millisecond
+	return strconv.FormatInt(max(left.Milliseconds(), 10), 10)
 }
 
 // whyNoUse tells why the guarded UPDATE matched no row.
-func (s *Store) whyNoUse(ctx context.Context, tx pgx.Tx, h voucher.Hold, now time.Time) error {
+func (s *Store) whyNoUse(ctx context.Context, h voucher.Hold, now time.Time) error {
 	var used, total int
 	var starts, ends time.Time
-	err := tx.QueryRow(ctx, `SELECT used_count, total_limit, starts_at, ends_at FROM vouchers WHERE code = $1`,
+	err := s.pool.QueryRow(ctx, `SELECT used_count, total_limit, starts_at, ends_at FROM vouchers WHERE code = $1`,
 		h.VoucherCode).Scan(&used, &total, &starts, &ends)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return voucher.ErrVoucherNotFound
 	case err != nil:
-		return failed(err, "reserve %s: read voucher", h.VoucherCode)
+		return notWritten(err, "reserve %s: read voucher after no use was taken", h.VoucherCode)
 	case now.Before(starts) || !now.Before(ends):
 		return voucher.ErrNotEligible
 	}

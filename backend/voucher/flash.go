@@ -7,8 +7,12 @@ import (
 	"time"
 )
 
-// pollEvery is how often a retry looks for its first attempt's outcome.
-const pollEvery = 10 * time.Millisecond
+// A retry looks for its first attempt's outcome after pollFirst, then twice as long each time up
+// to pollMost, so a crowd of retries does not crowd out the writes they wait for.
+const (
+	pollFirst = 5 * time.Millisecond
+	pollMost  = 100 * time.Millisecond
+)
 
 // reserveFlash is the flash voucher's path: the Redis gate decides in one round trip, and only
 // its winners write the database, synchronously, before the answer.
@@ -16,7 +20,7 @@ func (s *Service) reserveFlash(ctx context.Context, v Voucher, h Hold) (Redempti
 	if s.gate == nil {
 		return Redemption{}, fmt.Errorf("reserve %s: no redis gate: %w", v.Code, ErrUnavailable)
 	}
-	holder := Holder{CustomerID: h.CustomerID, ReservedAt: h.ReservedAt}
+	holder := Holder{CustomerID: h.CustomerID, ReservedAt: h.ReservedAt, Attempt: newAttempt()}
 	waitUntil := time.Now().Add(s.cfg.InFlightWait)
 	loaded := false
 	for {
@@ -64,10 +68,13 @@ func (s *Service) reserveFlash(ctx context.Context, v Voucher, h Hold) (Redempti
 // awaitFirstAttempt handles a retry whose order holds a use in Redis: it answers 201 only from a
 // committed row (D4), so it waits until the row appears (answer it) or the first attempt gives
 // the use back (again: take a use anew), and answers ErrUnavailable if neither happens in time.
-// A hold older than a database write can take belongs to no live attempt: it is the
-// reconciler's to release, so there is nothing to wait for.
+//
+// A hold older than any write can last (staleAfter) with no row belongs to an attempt that
+// died or whose outcome stayed unknown: the retry gives that use back itself, as the
+// reconciler would, and takes one anew. Should the lost write commit after all, the database's
+// guards still refuse an over-allocation and the reconciler puts the order back in Redis.
 func (s *Service) awaitFirstAttempt(ctx context.Context, h Hold, first Holder, until time.Time) (r Redemption, again bool, err error) {
-	stale := s.cfg.Clock.Now().Sub(first.ReservedAt) > 2*s.cfg.DBTimeout
+	pause := pollFirst
 	for {
 		r, err := s.store.Redemption(ctx, h.OrderID)
 		if err == nil {
@@ -77,23 +84,35 @@ func (s *Service) awaitFirstAttempt(ctx context.Context, h Hold, first Holder, u
 		if !errors.Is(err, ErrReservationNotFound) {
 			return Redemption{}, false, s.unavailable(err, "reserve %s: look up order in flight", h.VoucherCode)
 		}
+		if s.cfg.Clock.Now().Sub(first.ReservedAt) > s.staleAfter() {
+			s.cfg.Log.Warn("giving back a stale hold with no row", "code", h.VoucherCode, "order", h.OrderID)
+			if _, _, err := s.gate.Release(ctx, h.VoucherCode, h.OrderID, &first); err != nil {
+				return Redemption{}, false, s.unavailable(err, "reserve %s: give back stale hold", h.VoucherCode)
+			}
+			return Redemption{}, true, nil
+		}
 		_, held, err := s.gate.Holding(ctx, h.VoucherCode, h.OrderID)
 		switch {
 		case err != nil:
 			return Redemption{}, false, s.unavailable(err, "reserve %s: look up order in redis", h.VoucherCode)
 		case !held:
 			return Redemption{}, true, nil
-		case stale || time.Now().After(until):
-			return Redemption{}, false, fmt.Errorf("reserve %s: order %s is held in redis but not written: %w",
+		case time.Now().After(until):
+			return Redemption{}, false, fmt.Errorf("reserve %s: order %s is held in redis but not written yet: %w",
 				h.VoucherCode, h.OrderID, ErrUnavailable)
 		}
 		select {
 		case <-ctx.Done():
 			return Redemption{}, false, fmt.Errorf("reserve %s: %w: %w", h.VoucherCode, ErrUnavailable, ctx.Err())
-		case <-time.After(pollEvery):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, pollMost)
 	}
 }
+
+// staleAfter is how old a hold with no row must be before no write of it can still commit:
+// the write's deadline (its server-side limit ends sooner) twice over.
+func (s *Service) staleAfter() time.Duration { return 2 * s.cfg.DBTimeout }
 
 // writeWinner writes the redemption of an order the gate admitted, and gives the use back to
 // the gate when, and only when, the database certainly did not take it.
@@ -104,18 +123,20 @@ func (s *Service) writeWinner(ctx context.Context, v Voucher, h Hold, holder Hol
 	switch {
 	case err == nil:
 		return r, nil
-	case errors.Is(err, ErrOrderExists):
+	case errors.Is(err, ErrOrderExists) || isDomain(err):
+		// The database refused. If it holds this order already (Redis had lost it, or the
+		// refusal counted it), the gate's entry is right: keep it and answer from the row.
 		existing, rerr := s.readBack(h.OrderID)
-		if rerr != nil {
-			return Redemption{}, s.unavailable(rerr, "reserve %s: read existing order", v.Code)
-		}
-		if existing.Active() && existing.VoucherCode == v.Code && existing.CustomerID == h.CustomerID {
-			return existing, nil // Redis had lost the order; its entry is right again
+		switch {
+		case rerr == nil && existing.Active() && existing.VoucherCode == v.Code && existing.CustomerID == h.CustomerID:
+			return existing, nil
+		case rerr != nil && !errors.Is(rerr, ErrReservationNotFound):
+			return Redemption{}, s.unavailable(rerr, "reserve %s: read order after a refusal", v.Code)
 		}
 		s.compensate(v.Code, h.OrderID, holder)
-		return answerRetry(h.request(), existing)
-	case isDomain(err):
-		s.compensate(v.Code, h.OrderID, holder)
+		if rerr == nil {
+			return answerRetry(h.request(), existing)
+		}
 		return Redemption{}, err
 	case errors.Is(err, ErrNotWritten):
 		s.compensate(v.Code, h.OrderID, holder)

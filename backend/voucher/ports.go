@@ -15,6 +15,9 @@ type Store interface {
 	Stats(ctx context.Context, code string) (Stats, error)
 	// Redemption returns ErrReservationNotFound when the orderId has no redemption.
 	Redemption(ctx context.Context, orderID string) (Redemption, error)
+	// Lookup reads the order's redemption and whether the voucher is sold out, without locks;
+	// ErrVoucherNotFound when no voucher has code.
+	Lookup(ctx context.Context, code, orderID string) (Lookup, error)
 	// Reserve takes one use for h in one transaction at now, or returns ErrOutOfStock,
 	// ErrNotEligible (closed at now), ErrAlreadyUsed (customer at limit), ErrOrderExists, or
 	// an infrastructure error (wrapping ErrNotWritten when certainly nothing was committed).
@@ -50,15 +53,17 @@ type GateResult struct {
 	Holder    Holder
 }
 
-// Holder says which customer's order holds a use in the gate, since when.
+// Holder says which attempt of which customer's order holds a use in the gate, since when.
+// Attempt tells apart two tries of one order, so one never gives back the other's use.
 type Holder struct {
 	CustomerID string
 	ReservedAt time.Time
+	Attempt    string // no ':'; "db" for a hold loaded from the database
 }
 
 // Same reports whether h and o are the same holder, at the gate's millisecond precision.
 func (h Holder) Same(o Holder) bool {
-	return h.CustomerID == o.CustomerID && h.ReservedAt.UnixMilli() == o.ReservedAt.UnixMilli()
+	return h.CustomerID == o.CustomerID && h.Attempt == o.Attempt && h.ReservedAt.UnixMilli() == o.ReservedAt.UnixMilli()
 }
 
 // Gate is the flash-sale admission in Redis: each call is atomic, one round trip.

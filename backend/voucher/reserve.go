@@ -52,10 +52,14 @@ func (s *Service) Reserve(ctx context.Context, req Request) (Redemption, error) 
 // reserveInDB is the normal voucher's path: one guarded transaction.
 func (s *Service) reserveInDB(ctx context.Context, h Hold) (Redemption, error) {
 	req := h.request()
-	if r, err := s.store.Redemption(ctx, h.OrderID); err == nil {
-		return answerRetry(req, r)
-	} else if !errors.Is(err, ErrReservationNotFound) {
+	look, err := s.store.Lookup(ctx, h.VoucherCode, h.OrderID)
+	switch {
+	case err != nil:
 		return Redemption{}, s.unavailable(err, "reserve %s: look up order", h.VoucherCode)
+	case look.Existing != nil:
+		return answerRetry(req, *look.Existing)
+	case look.SoldOut:
+		return Redemption{}, ErrOutOfStock // the late crowd never queues for the voucher's row lock
 	}
 	r, err := s.store.Reserve(ctx, h, h.ReservedAt)
 	switch {

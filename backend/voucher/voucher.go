@@ -53,6 +53,13 @@ type Hold struct {
 	ExpiresAt      time.Time
 }
 
+// Lookup is what a normal reservation reads before it takes a use: the order's redemption,
+// if any, and whether the voucher has no use left.
+type Lookup struct {
+	Existing *Redemption
+	SoldOut  bool
+}
+
 // Stats is a voucher with its counts, for the admin API.
 type Stats struct {
 	Voucher

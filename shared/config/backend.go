@@ -17,7 +17,9 @@ type Backend struct {
 	NATSPrefix        string        `env:"VG_NATS_PREFIX" envDefault:"vouchergate"`
 	AdminToken        string        `env:"VG_ADMIN_TOKEN"`
 	HoldTTL           time.Duration `env:"VG_HOLD_TTL" envDefault:"15m"`
+	RequestTimeout    time.Duration `env:"VG_REQUEST_TIMEOUT" envDefault:"5s"`
 	DBTimeout         time.Duration `env:"VG_DB_TIMEOUT" envDefault:"2s"`
+	DBMaxConns        int           `env:"VG_DB_MAX_CONNS" envDefault:"32"`
 	InFlightWait      time.Duration `env:"VG_INFLIGHT_WAIT" envDefault:"1s"`
 	MaxBodyBytes      int           `env:"VG_MAX_BODY_BYTES" envDefault:"8192"`
 	SoldOutEvery      time.Duration `env:"VG_SOLDOUT_EVERY" envDefault:"250ms"`
@@ -38,10 +40,14 @@ func (c Backend) Check() error {
 	switch {
 	case c.HoldTTL <= 0:
 		return fmt.Errorf("VG_HOLD_TTL is %v; expected a positive duration such as 15m", c.HoldTTL)
+	case c.RequestTimeout <= 0:
+		return fmt.Errorf("VG_REQUEST_TIMEOUT is %v; expected a positive duration such as 5s", c.RequestTimeout)
 	case c.DBTimeout <= 0:
 		return fmt.Errorf("VG_DB_TIMEOUT is %v; expected a positive duration such as 2s", c.DBTimeout)
 	case c.RedisTimeout <= 0:
 		return fmt.Errorf("VG_REDIS_TIMEOUT is %v; expected a positive duration such as 300ms", c.RedisTimeout)
+	case c.DBMaxConns < 1:
+		return fmt.Errorf("VG_DB_MAX_CONNS is %d; expected at least 1", c.DBMaxConns)
 	case c.MaxBodyBytes < 256:
 		return fmt.Errorf("VG_MAX_BODY_BYTES is %d; expected at least 256", c.MaxBodyBytes)
 	}

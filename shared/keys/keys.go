@@ -11,7 +11,7 @@ import (
 type Voucher struct {
 	Remaining string // uses left: an integer
 	Users     string // hash customerId -> active uses
-	Orders    string // hash orderId -> holder ("reservedAtMillis:customerId")
+	Orders    string // hash orderId -> holder ("reservedAtMillis:attempt:customerId")
 }
 
 // ForVoucher returns the keys of voucher code under prefix.
