@@ -14,7 +14,11 @@ import (
 
 // Retries of one idemKey, sequential and concurrent, count once and all get the first answer.
 func TestRetriesCountOnce(t *testing.T) {
-	e := newEnv(t, time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC))
+	servers(t, func(t *testing.T, rdb redis.UniversalClient) { retriesCountOnce(t, rdb) })
+}
+
+func retriesCountOnce(t *testing.T, rdb redis.UniversalClient) {
+	e := newEnv(t, time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC), rdb)
 	day := calendar(t, quota.Day, "UTC")
 	roll := rolling(t, time.Hour)
 	e.rule(t, 1, "USER", "ITEM:*", 5, day)

@@ -49,6 +49,7 @@ func TestMultiIdentityConcurrent(t *testing.T) {
 		var mu sync.Mutex
 		granted := map[string]int64{} // "TYPE:id" -> amount granted
 		refused := 0
+		var refusedRecords []string // the records a refused request must not have left
 		var wg sync.WaitGroup
 		for i := range 200 {
 			r := rand.New(rand.NewPCG(uint64(i), 7))
@@ -67,17 +68,49 @@ func TestMultiIdentityConcurrent(t *testing.T) {
 					}
 				case errors.Is(err, quota.ErrQuotaExceeded):
 					refused++
+					for _, it := range items {
+						refusedRecords = append(refusedRecords, fmt.Sprintf("%squota:{1:%s:%s}:i:o-%d", e.cfg.KeyPrefix, it.IdentityType, it.Identity, i))
+					}
 				default:
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
+		if cc, ok := rdb.(*redis.ClusterClient); ok {
+			nodes := map[string]bool{}
+			for typ, list := range ids {
+				for _, id := range list {
+					n, err := cc.MasterForKey(t.Context(), fmt.Sprintf("%squota:{1:%s:%s}:x", e.cfg.KeyPrefix, typ, id))
+					if err != nil {
+						t.Fatal(err)
+					}
+					nodes[n.Options().Addr] = true
+				}
+			}
+			if len(nodes) < 2 {
+				t.Fatalf("the identities live on %d master(s): the run does not cross nodes", len(nodes))
+			}
+		}
 		if refused == 0 || len(granted) == 0 {
 			t.Fatalf("granted %v, refused %d: the run proves nothing", granted, refused)
 		}
+		// read Redis directly too: a refused request left no record on any identity
+		for _, k := range refusedRecords {
+			if n, err := rdb.Exists(t.Context(), k).Result(); err != nil || n != 0 {
+				t.Fatalf("a refused request left %s (%d, %v)", k, n, err)
+			}
+		}
 		for typ, list := range ids {
 			for _, id := range list {
+				raw, err := rdb.Get(t.Context(), fmt.Sprintf("%squota:{1:%s:%s}:c:%s/%s:ITEM:1001",
+					e.cfg.KeyPrefix, typ, id, day.ID(), "20250303")).Int64()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					t.Fatal(err)
+				}
+				if raw != granted[typ+":"+id] {
+					t.Errorf("%s %s: Redis holds %d; the granted requests add up to %d", typ, id, raw, granted[typ+":"+id])
+				}
 				got := e.used(t, 1, typ, id, "ITEM:1001", day)
 				if got > limits[typ] {
 					t.Errorf("%s %s counter %d over its limit %d", typ, id, got, limits[typ])
