@@ -13,7 +13,7 @@ type Stats struct {
 	Reused      uint64 // deducts refused: the idemKey took with other items
 	Rollbacks   uint64 // rollback calls that passed validation
 	GivenBack   uint64 // amounts rollbacks returned, summed over counters
-	Unavailable uint64 // calls that ended with ErrUnavailable
+	Unavailable uint64 // deduct, rollback and usage calls that ended with ErrUnavailable
 	UndoFailed  uint64 // steps that could not be undone after a refusal or failure
 	RuleLoads   uint64 // successful loads of every rule
 	RuleErrors  uint64 // failed loads (the rules held stay in use)

@@ -39,19 +39,7 @@ func newStack(t testing.TB, start time.Time) (*quotaapi.Handlers, *quota.ManualC
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Up(ctx); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
+	migrate(t, pool)
 	opts, err := redis.ParseURL(testkit.RedisURL)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +57,24 @@ func newStack(t testing.TB, start time.Time) (*quotaapi.Handlers, *quota.ManualC
 	}
 	t.Cleanup(svc.Close)
 	return quotaapi.New(svc, quotaapi.Options{MaxBodyBytes: 8192}), clock, svc
+}
+
+// migrate applies every migration to the database of pool.
+func migrate(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Up(context.Background()); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
 }
 
 // route is the routing the backend's router does for these handlers.
