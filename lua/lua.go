@@ -15,6 +15,10 @@ var (
 	releaseSrc string
 	//go:embed load.lua
 	loadSrc string
+	//go:embed hold.lua
+	holdSrc string
+	//go:embed recount.lua
+	recountSrc string
 )
 
 // Voucher gate scripts. redis.Script runs EVALSHA and falls back to EVAL once per server.
@@ -22,4 +26,6 @@ var (
 	Reserve = redis.NewScript(reserveSrc)
 	Release = redis.NewScript(releaseSrc)
 	Load    = redis.NewScript(loadSrc)
+	Hold    = redis.NewScript(holdSrc)
+	Recount = redis.NewScript(recountSrc)
 )

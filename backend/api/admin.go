@@ -49,6 +49,14 @@ func (s *Server) routeAdmin(ctx *fasthttp.RequestCtx, seg [][]byte) {
 		default:
 			notFound(ctx)
 		}
+	case len(seg) == 1 && string(seg[0]) == "expire" && s.opts.Jobs != nil:
+		if allow(ctx, "POST") {
+			s.expire(ctx)
+		}
+	case len(seg) == 1 && string(seg[0]) == "reconcile" && s.opts.Jobs != nil:
+		if allow(ctx, "POST") {
+			s.reconcile(ctx)
+		}
 	case len(seg) >= 1 && string(seg[0]) == "quota-rules" && s.opts.Quota != nil:
 		s.routeQuotaRules(ctx, seg[1:])
 	default:
@@ -120,4 +128,35 @@ func (s *Server) warmVoucher(ctx *fasthttp.RequestCtx, code string) {
 		return
 	}
 	s.getVoucher(ctx, code)
+}
+
+func (s *Server) expire(ctx *fasthttp.RequestCtx) {
+	c, cancel := s.context()
+	defer cancel()
+	n, err := s.opts.Jobs.Expire(c)
+	if err != nil {
+		s.respondOutcome(ctx, err)
+		return
+	}
+	respondJSON(ctx, fasthttp.StatusOK, map[string]int{"released": n})
+}
+
+// reconcile reconciles every flash voucher, or the one named by ?code=.
+func (s *Server) reconcile(ctx *fasthttp.RequestCtx) {
+	code := string(ctx.QueryArgs().Peek("code"))
+	if code != "" && !wire.ValidCode(code) {
+		respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "code must match ^[A-Z0-9_-]{1,32}$")
+		return
+	}
+	c, cancel := s.context()
+	defer cancel()
+	reports, err := s.opts.Jobs.Reconcile(c, code)
+	if err != nil {
+		s.respondOutcome(ctx, err)
+		return
+	}
+	if reports == nil {
+		reports = []voucher.Reconciliation{}
+	}
+	respondJSON(ctx, fasthttp.StatusOK, map[string]any{"vouchers": reports})
 }

@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"vouchergate/backend/notify"
 	"vouchergate/backend/voucher"
@@ -26,12 +29,20 @@ type Quota interface {
 	DeleteRule(ctx *fasthttp.RequestCtx)
 }
 
+// Jobs runs the periodic work on demand, for the admin API.
+type Jobs interface {
+	Expire(ctx context.Context) (int, error)
+	Reconcile(ctx context.Context, code string) ([]voucher.Reconciliation, error)
+}
+
 // Options configure a Server.
 type Options struct {
-	AdminToken     string        // empty: the admin API answers 403
-	RequestTimeout time.Duration // bound on one request's work (5s)
-	Quota          Quota         // nil: quota paths answer 404
-	State          notify.Reader // nil: /vouchers/{code}/state answers 404
+	AdminToken     string              // empty: the admin API answers 403
+	RequestTimeout time.Duration       // bound on one request's work (5s)
+	Quota          Quota               // nil: quota paths answer 404
+	State          notify.Reader       // nil: /vouchers/{code}/state answers 404
+	Jobs           Jobs                // nil: /admin/expire and /admin/reconcile answer 404
+	Metrics        prometheus.Gatherer // nil: /metrics answers 404
 	Log            *slog.Logger
 }
 
@@ -40,6 +51,7 @@ type Server struct {
 	vouchers *voucher.Service
 	opts     Options
 	log      *slog.Logger
+	metrics  fasthttp.RequestHandler
 }
 
 // New returns a server for the voucher service.
@@ -50,7 +62,11 @@ func New(vouchers *voucher.Service, opts Options) *Server {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	return &Server{vouchers: vouchers, opts: opts, log: opts.Log}
+	s := &Server{vouchers: vouchers, opts: opts, log: opts.Log}
+	if opts.Metrics != nil {
+		s.metrics = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}))
+	}
+	return s
 }
 
 // HTTPServer returns a fasthttp server for the API with a request body limit.
@@ -92,6 +108,12 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		if len(seg) == 1 && allow(ctx, "GET") {
 			respondJSON(ctx, fasthttp.StatusOK, map[string]string{"status": "ok"})
 		} else if len(seg) != 1 {
+			notFound(ctx)
+		}
+	case "metrics":
+		if len(seg) == 1 && s.metrics != nil && allow(ctx, "GET") {
+			s.metrics(ctx)
+		} else if len(seg) != 1 || s.metrics == nil {
 			notFound(ctx)
 		}
 	case "vouchers":

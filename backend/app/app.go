@@ -13,11 +13,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/backend/api"
 	"vouchergate/backend/gate"
+	"vouchergate/backend/jobs"
 	"vouchergate/backend/notify"
 	"vouchergate/backend/store"
 	"vouchergate/backend/voucher"
@@ -36,9 +38,13 @@ type App struct {
 	Store    *store.Store
 	Gate     *gate.Gate
 
+	Jobs     *jobs.Jobs
+	Metrics  *prometheus.Registry
+
 	notifier *notify.Notifier
 	http     *fasthttp.Server
 	log      *slog.Logger
+	stop     context.CancelFunc // ends the jobs
 }
 
 // Option changes how New builds the app (tests inject a clock).
@@ -87,8 +93,18 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 		o(&vcfg)
 	}
 	a.Vouchers = voucher.NewService(a.Store, a.Gate, a.notifier, vcfg)
-	server := api.New(a.Vouchers, api.Options{AdminToken: cfg.AdminToken, RequestTimeout: cfg.RequestTimeout, State: a.Gate, Log: a.log})
+	a.Metrics = prometheus.NewRegistry()
+	a.Jobs = jobs.New(a.Vouchers, jobs.Settings{
+		ExpireEvery: cfg.ExpireEvery, ReconcileEvery: cfg.ReconcileEvery,
+		WarmupEvery: cfg.WarmupEvery, WarmupAhead: cfg.WarmupAhead,
+		Reconcile: voucher.ReconcileConfig{Grace: cfg.ReconcileGrace, DriftAlert: cfg.DriftAlert},
+	}, a.Metrics, a.log)
+	server := api.New(a.Vouchers, api.Options{AdminToken: cfg.AdminToken, RequestTimeout: cfg.RequestTimeout,
+		State: a.Gate, Jobs: a.Jobs, Metrics: a.Metrics, Log: a.log})
 	a.http = server.HTTPServer(cfg.MaxBodyBytes)
+	jobsCtx, stop := context.WithCancel(context.Background())
+	a.stop = stop
+	a.Jobs.Run(jobsCtx)
 	ok = true
 	return a, nil
 }
@@ -155,6 +171,9 @@ func (a *App) ListenAndServe() error {
 // Close stops serving and closes every connection.
 func (a *App) Close() error {
 	var errs []error
+	if a.stop != nil {
+		a.stop()
+	}
 	if a.http != nil {
 		errs = append(errs, a.http.Shutdown())
 	}

@@ -157,3 +157,39 @@ func pair(res []any) (int64, any, error) {
 	}
 	return status, res[1], nil
 }
+
+// Holders returns every order holding a use, with its holder.
+func (g *Gate) Holders(ctx context.Context, code string) (map[string]voucher.Holder, error) {
+	raw, err := g.rdb.HGetAll(ctx, g.keys(code).Orders).Result()
+	if err != nil {
+		return nil, fmt.Errorf("gate holders %s: %w", code, err)
+	}
+	holders := make(map[string]voucher.Holder, len(raw))
+	for order, s := range raw {
+		h, err := parseHolder(s)
+		if err != nil {
+			return nil, fmt.Errorf("gate holders %s: order %s: %w", code, order, err)
+		}
+		holders[order] = h
+	}
+	return holders, nil
+}
+
+// PutBack runs hold.lua for an active redemption Redis lost.
+func (g *Gate) PutBack(ctx context.Context, r voucher.Redemption) (bool, error) {
+	h := formatHolder(voucher.Holder{CustomerID: r.CustomerID, ReservedAt: r.ReservedAt, Attempt: loadedAttempt})
+	n, err := lua.Hold.Run(ctx, g.rdb, g.keys(r.VoucherCode).List(), r.OrderID, h, r.CustomerID).Int()
+	if err != nil {
+		return false, fmt.Errorf("gate put back %s/%s: %w", r.VoucherCode, r.OrderID, err)
+	}
+	return n == 1, nil
+}
+
+// Recount runs recount.lua: remaining = total_limit - HLEN(orders), users recounted.
+func (g *Gate) Recount(ctx context.Context, v voucher.Voucher) (voucher.Recount, error) {
+	res, err := lua.Recount.Run(ctx, g.rdb, g.keys(v.Code).List(), v.TotalLimit).Int64Slice()
+	if err != nil || len(res) != 3 {
+		return voucher.Recount{}, fmt.Errorf("gate recount %s: %v %w", v.Code, res, err)
+	}
+	return voucher.Recount{Loaded: res[2] >= 0, Before: res[0], After: res[1], UsersFixed: res[2] == 1}, nil
+}

@@ -31,6 +31,11 @@ type Store interface {
 	Release(ctx context.Context, code, orderID string, now time.Time) (r Redemption, released bool, err error)
 	// ActiveRedemptions lists the voucher's RESERVED and CONFIRMED redemptions.
 	ActiveRedemptions(ctx context.Context, code string) ([]Redemption, error)
+	// ExpireHolds releases up to limit RESERVED redemptions whose hold expired at now, with
+	// used_count, once however many callers run it; it returns what it released.
+	ExpireHolds(ctx context.Context, now time.Time, limit int) ([]Redemption, error)
+	// FlashVouchers lists the flash vouchers that end after since.
+	FlashVouchers(ctx context.Context, since time.Time) ([]Voucher, error)
 }
 
 // GateOutcome is what the Redis gate decided for a reservation.
@@ -83,6 +88,21 @@ type Gate interface {
 	Remaining(ctx context.Context, code string) (int64, bool, error)
 	// Orders lists the orderIds holding a use.
 	Orders(ctx context.Context, code string) ([]string, error)
+	// Holders returns every order holding a use, with its holder.
+	Holders(ctx context.Context, code string) (map[string]Holder, error)
+	// PutBack holds a use for an active redemption the gate lost; false if it held one already
+	// or the voucher is not loaded.
+	PutBack(ctx context.Context, r Redemption) (bool, error)
+	// Recount restores remaining + held orders = total_limit and the per-customer counts.
+	Recount(ctx context.Context, v Voucher) (Recount, error)
+}
+
+// Recount is what Gate.Recount found: uses left before and after, and whether the
+// per-customer counts had to be rebuilt.
+type Recount struct {
+	Loaded        bool
+	Before, After int64
+	UsersFixed    bool
 }
 
 // Notifier tells the edges about sold-out state. Calls never block on the network.

@@ -24,6 +24,12 @@ type Backend struct {
 	MaxBodyBytes      int           `env:"VG_MAX_BODY_BYTES" envDefault:"8192"`
 	SoldOutEvery      time.Duration `env:"VG_SOLDOUT_EVERY" envDefault:"250ms"`
 	DemoVoucher       string        `env:"VG_DEMO_VOUCHER"`
+	ExpireEvery       time.Duration `env:"VG_EXPIRE_EVERY" envDefault:"30s"`
+	ReconcileEvery    time.Duration `env:"VG_RECONCILE_EVERY" envDefault:"1m"`
+	ReconcileGrace    time.Duration `env:"VG_RECONCILE_GRACE" envDefault:"1m"`
+	DriftAlert        int64         `env:"VG_DRIFT_ALERT" envDefault:"0"`
+	WarmupEvery       time.Duration `env:"VG_WARMUP_EVERY" envDefault:"30s"`
+	WarmupAhead       time.Duration `env:"VG_WARMUP_AHEAD" envDefault:"10m"`
 }
 
 // LoadBackend reads the backend's settings and checks them.
@@ -48,6 +54,8 @@ func (c Backend) Check() error {
 		return fmt.Errorf("VG_REDIS_TIMEOUT is %v; expected a positive duration such as 300ms", c.RedisTimeout)
 	case c.DBMaxConns < 1:
 		return fmt.Errorf("VG_DB_MAX_CONNS is %d; expected at least 1", c.DBMaxConns)
+	case c.ReconcileGrace <= 2*c.DBTimeout:
+		return fmt.Errorf("VG_RECONCILE_GRACE is %v; expected more than twice VG_DB_TIMEOUT (%v), or a write still in flight is taken for hanging", c.ReconcileGrace, c.DBTimeout)
 	case c.MaxBodyBytes < 256:
 		return fmt.Errorf("VG_MAX_BODY_BYTES is %d; expected at least 256", c.MaxBodyBytes)
 	}

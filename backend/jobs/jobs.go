@@ -1,0 +1,122 @@
+// Package jobs runs the backend's periodic work: hold expiry, Redis/PostgreSQL reconciliation
+// and flash-sale warm-up, and counts what they do in Prometheus metrics
+// (prometheus/client_golang, the standard Go client).
+package jobs
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"vouchergate/backend/voucher"
+)
+
+// Settings say how often each job runs; a zero interval turns a job off.
+type Settings struct {
+	ExpireEvery    time.Duration
+	ReconcileEvery time.Duration
+	WarmupEvery    time.Duration
+	WarmupAhead    time.Duration
+	Reconcile      voucher.ReconcileConfig
+}
+
+// Jobs runs the periodic work of one backend. Several backends may run it at once.
+type Jobs struct {
+	vouchers *voucher.Service
+	set      Settings
+	log      *slog.Logger
+
+	expired  prometheus.Counter
+	released prometheus.Counter
+	putBack  prometheus.Counter
+	drift    *prometheus.GaugeVec
+	warmed   prometheus.Counter
+}
+
+// New returns the jobs of a service, with their metrics registered in reg.
+func New(vouchers *voucher.Service, set Settings, reg prometheus.Registerer, log *slog.Logger) *Jobs {
+	j := &Jobs{vouchers: vouchers, set: set, log: log,
+		expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_holds_expired_total",
+			Help: "Reservations released because their hold expired."}),
+		released: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_reconcile_released_total",
+			Help: "Orders held in Redis without an active row, released by reconciliation."}),
+		putBack: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_reconcile_put_back_total",
+			Help: "Active rows Redis had lost, put back by reconciliation."}),
+		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_redis_drift",
+			Help: "Redis's uses left minus total_limit minus active rows, at the last reconciliation."}, []string{"code"}),
+		warmed: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_warmups_total",
+			Help: "Flash vouchers loaded into Redis by the warm-up job."}),
+	}
+	reg.MustRegister(j.expired, j.released, j.putBack, j.drift, j.warmed)
+	return j
+}
+
+// Run runs every enabled job until ctx ends.
+func (j *Jobs) Run(ctx context.Context) {
+	go every(ctx, j.set.ExpireEvery, func(ctx context.Context) { _, _ = j.Expire(ctx) })
+	go every(ctx, j.set.ReconcileEvery, func(ctx context.Context) { _, _ = j.Reconcile(ctx, "") })
+	go every(ctx, j.set.WarmupEvery, func(ctx context.Context) { _, _ = j.Warmup(ctx) })
+}
+
+func every(ctx context.Context, interval time.Duration, run func(context.Context)) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rctx, cancel := context.WithTimeout(ctx, max(interval, 30*time.Second))
+			run(rctx)
+			cancel()
+		}
+	}
+}
+
+// Expire releases expired holds now.
+func (j *Jobs) Expire(ctx context.Context) (int, error) {
+	n, err := j.vouchers.ExpireHolds(ctx)
+	j.expired.Add(float64(n))
+	if err != nil {
+		j.log.Warn("expire holds", "released", n, "err", err)
+	}
+	return n, err
+}
+
+// Reconcile reconciles one flash voucher, or all of them when code is empty.
+func (j *Jobs) Reconcile(ctx context.Context, code string) ([]voucher.Reconciliation, error) {
+	var reports []voucher.Reconciliation
+	var err error
+	if code == "" {
+		reports, err = j.vouchers.ReconcileAll(ctx, j.set.Reconcile)
+	} else {
+		var rep voucher.Reconciliation
+		if rep, err = j.vouchers.Reconcile(ctx, code, j.set.Reconcile); err == nil {
+			reports = append(reports, rep)
+		}
+	}
+	for _, r := range reports {
+		j.released.Add(float64(len(r.Released)))
+		j.putBack.Add(float64(len(r.PutBack)))
+		j.drift.WithLabelValues(r.Code).Set(float64(r.Drift))
+	}
+	if err != nil {
+		j.log.Warn("reconcile", "err", err)
+	}
+	return reports, err
+}
+
+// Warmup loads the flash vouchers opening soon now.
+func (j *Jobs) Warmup(ctx context.Context) (int, error) {
+	n, err := j.vouchers.WarmUpcoming(ctx, j.set.WarmupAhead)
+	j.warmed.Add(float64(n))
+	if err != nil {
+		j.log.Warn("warm up", "loaded", n, "err", err)
+	}
+	return n, err
+}

@@ -1,0 +1,177 @@
+package voucher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Reconciliation is what Reconcile found in Redis against the database, and what it fixed.
+type Reconciliation struct {
+	Code            string   `json:"code"`
+	Loaded          bool     `json:"loaded"`          // Redis did not have the voucher: loaded from the database
+	Released        []string `json:"released"`        // orders held in Redis with no active row, past the grace period
+	PutBack         []string `json:"putBack"`         // active rows Redis had lost
+	InFlight        int      `json:"inFlight"`        // held in Redis without a row, within the grace period
+	RemainingBefore int64    `json:"remainingBefore"` // Redis's uses left before
+	RemainingAfter  int64    `json:"remainingAfter"`  // after
+	Expected        int64    `json:"expected"`        // total_limit minus the active rows
+	Drift           int64    `json:"drift"`           // RemainingBefore - Expected
+	Recounted       bool     `json:"recounted"`       // remaining or per-customer counts had to be rebuilt
+}
+
+// ReconcileConfig tunes reconciliation.
+type ReconcileConfig struct {
+	// Grace is how long an order may be held in Redis without a row before it is taken for
+	// hanging (its attempt died) and released. It must exceed any write's duration.
+	Grace time.Duration
+	// DriftAlert is the drift above which reconciliation logs a warning.
+	DriftAlert int64
+}
+
+// Reconcile compares a flash voucher in Redis with the database and repairs Redis: hanging
+// orders released, lost active rows put back, remaining and per-customer counts recounted
+// (R1), a voucher Redis lost loaded again.
+func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig) (Reconciliation, error) {
+	rep := Reconciliation{Code: code, Released: []string{}, PutBack: []string{}}
+	v, err := s.voucher(ctx, code)
+	if err != nil {
+		return rep, err
+	}
+	if !v.FlashSale || s.gate == nil {
+		return rep, nil
+	}
+	before, loaded, err := s.gate.Remaining(ctx, code)
+	if err != nil {
+		return rep, s.unavailable(err, "reconcile %s", code)
+	}
+	if !loaded {
+		rep.Loaded = true
+		if err := s.Warm(ctx, code); err != nil {
+			return rep, err
+		}
+	}
+	// Redis first, then the database: an order taken in between shows as a row Redis
+	// "lost", and putting it back is a no-op for an order Redis holds.
+	holders, err := s.gate.Holders(ctx, code)
+	if err != nil {
+		return rep, s.unavailable(err, "reconcile %s", code)
+	}
+	active, err := s.store.ActiveRedemptions(ctx, code)
+	if err != nil {
+		return rep, s.unavailable(err, "reconcile %s", code)
+	}
+	rep.RemainingBefore = before
+	rep.Expected = int64(v.TotalLimit - len(active))
+	rep.Drift = before - rep.Expected
+
+	inDB := make(map[string]bool, len(active))
+	for _, r := range active {
+		inDB[r.OrderID] = true
+		if _, ok := holders[r.OrderID]; ok {
+			continue
+		}
+		put, err := s.gate.PutBack(ctx, r)
+		if err != nil {
+			return rep, s.unavailable(err, "reconcile %s", code)
+		}
+		if put {
+			rep.PutBack = append(rep.PutBack, r.OrderID)
+		}
+	}
+	now := s.cfg.Clock.Now()
+	for order, h := range holders {
+		if inDB[order] {
+			continue
+		}
+		if now.Sub(h.ReservedAt) < rc.Grace {
+			rep.InFlight++
+			continue
+		}
+		// Release only that holder: a newer attempt at the same order keeps its use.
+		released, remaining, err := s.gate.Release(ctx, code, order, &h)
+		if err != nil {
+			return rep, s.unavailable(err, "reconcile %s", code)
+		}
+		if released {
+			rep.Released = append(rep.Released, order)
+			if remaining == 1 {
+				s.notify.BackInStock(code)
+			}
+		}
+	}
+	rc2, err := s.gate.Recount(ctx, v)
+	if err != nil {
+		return rep, s.unavailable(err, "reconcile %s", code)
+	}
+	rep.RemainingAfter = rc2.After
+	rep.Recounted = rc2.UsersFixed || rc2.Before != rc2.After
+	if rep.RemainingAfter <= 0 {
+		s.notify.SoldOut(code)
+	}
+	if abs(rep.Drift) > rc.DriftAlert || rep.Recounted {
+		s.cfg.Log.Warn("redis drifted from the database", "code", code, "drift", rep.Drift,
+			"released", len(rep.Released), "putBack", len(rep.PutBack), "recounted", rep.Recounted)
+	}
+	return rep, nil
+}
+
+// ReconcileAll reconciles every flash voucher that has not ended more than a day ago.
+func (s *Service) ReconcileAll(ctx context.Context, rc ReconcileConfig) ([]Reconciliation, error) {
+	list, err := s.store.FlashVouchers(ctx, s.cfg.Clock.Now().Add(-24*time.Hour))
+	if err != nil {
+		return nil, s.unavailable(err, "reconcile")
+	}
+	reports := make([]Reconciliation, 0, len(list))
+	var errs []error
+	for _, v := range list {
+		rep, err := s.Reconcile(ctx, v.Code, rc)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reconcile %s: %w", v.Code, err))
+			continue
+		}
+		reports = append(reports, rep)
+	}
+	return reports, errors.Join(errs...)
+}
+
+// WarmUpcoming loads into Redis every flash voucher that opens within ahead or is open now,
+// so the first buyers do not wait for a load. It returns how many it loaded.
+func (s *Service) WarmUpcoming(ctx context.Context, ahead time.Duration) (int, error) {
+	now := s.cfg.Clock.Now()
+	if s.gate == nil {
+		return 0, nil
+	}
+	list, err := s.store.FlashVouchers(ctx, now)
+	if err != nil {
+		return 0, s.unavailable(err, "warm up")
+	}
+	n := 0
+	var errs []error
+	for _, v := range list {
+		if v.StartsAt.After(now.Add(ahead)) {
+			continue
+		}
+		s.vouchers.LoadOrStore(v.Code, v)
+		if _, loaded, err := s.gate.Remaining(ctx, v.Code); err != nil || loaded {
+			if err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := s.Warm(ctx, v.Code); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
