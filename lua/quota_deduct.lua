@@ -18,7 +18,8 @@
 -- call: then ARGV[8+4n..] are the request's identities and the last KEY is the request's
 -- record (see quota_register.lua). On a cluster that key lives elsewhere and this part is unused.
 -- Returns:
---   { 1, used }        taken; used is "used:oldestMs" per counter, space separated (oldest 0 for 'C')
+--   { 1, used }        taken by this attempt; used is "used:oldestMs" per counter, space
+--                      separated (oldest 0 for 'C')
 --   { 0, c, used }     the idemKey already took from this identity: the first answer, nothing changed
 --   {-1, i, used, oldestMs}  counter i (1-based) has no room for its amount; nothing changed
 --   {-2}               the idemKey was rolled back (this identity's mark, or the request's);
@@ -43,9 +44,12 @@ if st then
   if st == 'R' then
     return {-2}
   end
-  local r = redis.call('HMGET', rec, 'fp', 'c', 'u')
+  local r = redis.call('HMGET', rec, 'fp', 'c', 'u', 'at')
   if r[1] ~= ARGV[4] then
     return {-3}
+  end
+  if r[4] == ARGV[3] then
+    return {1, r[3]} -- this very call, sent again (a client retry): still this attempt's
   end
   return {0, r[2], r[3]}
 end
