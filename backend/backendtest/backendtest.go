@@ -51,6 +51,9 @@ func Config(t testing.TB) config.Backend {
 		InFlightWait:   10 * time.Second,
 		MaxBodyBytes:   8192,
 		SoldOutEvery:   250 * time.Millisecond,
+		// jobs are off (zero intervals); tests run them through the admin API or App.Jobs
+		ReconcileGrace: 30 * time.Second,
+		WarmupAhead:    10 * time.Minute,
 	}
 }
 
