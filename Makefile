@@ -3,6 +3,8 @@ GO ?= go
 export VG_ADMIN_TOKEN ?= dev-admin-token
 export VG_DEMO_VOUCHER ?= FLASH100
 
+include edge.mk
+
 .PHONY: run test services db vet fmt bench
 
 ## run: start PostgreSQL, Redis and NATS if needed, then the backend with a demo flash voucher
