@@ -66,7 +66,10 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 
 	clientOpts := upstream.Options{
 		DialTimeout: cfg.DialTimeout, ConnWait: cfg.ConnWait, MaxConns: cfg.MaxConns,
-		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: cfg.MaxRespBytes, IdleTimeout: cfg.IdleTimeout,
+		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: cfg.MaxRespBytes,
+		// Below the backend's 60 s server idle timeout, so the edge never reuses a connection
+		// the server is closing (a request sent on it would be lost with a 502).
+		IdleTimeout: min(cfg.IdleTimeout, 10*time.Second),
 	}
 	addrs, tls := make([]string, len(cfg.Backends)), make([]bool, len(cfg.Backends))
 	for i, b := range cfg.Backends {
