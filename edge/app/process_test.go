@@ -21,6 +21,14 @@ var (
 	backendBinErr  error
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if backendBin != "" {
+		_ = os.RemoveAll(filepath.Dir(backendBin))
+	}
+	os.Exit(code)
+}
+
 func backendBinary(t *testing.T) string {
 	t.Helper()
 	backendBinOnce.Do(func() {
