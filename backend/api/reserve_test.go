@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"vouchergate/backend/backendtest"
+	"vouchergate/shared/keys"
 	"vouchergate/shared/wire"
 )
 
@@ -96,4 +98,51 @@ func TestConcurrentCustomersNeverExceedTheLimit(t *testing.T) {
 		}
 		b.CheckInvariants(t, "TEN", granted)
 	})
+}
+
+// Two backends find a flash voucher missing from Redis (as after a restart) while a crowd
+// reserves through both: each loads it at most once from the database, never adding uses.
+func TestConcurrentLoadersNeverDoubleUses(t *testing.T) {
+	cfg := backendtest.Config(t)
+	b1 := backendtest.Start(t, cfg)
+	b2 := backendtest.Start(t, cfg)
+	b1.CreateVoucher(t, backendtest.Voucher{Code: "LOAD", Discount: 1, TotalLimit: 30, FlashSale: true})
+	var granted []string
+	for i := range 10 {
+		o := fmt.Sprintf("early%d", i)
+		if a := reserve(t, b1, "LOAD", "e"+o, o, 10); a.status != 201 {
+			t.Fatalf("reserve %s: %+v", o, a)
+		}
+		granted = append(granted, o)
+	}
+	k := keys.ForVoucher(cfg.RedisPrefix, "LOAD")
+	b1.App.Redis.Del(context.Background(), k.Remaining, k.Users, k.Orders)
+
+	answers := make([]answer, 100)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			answers[i] = reserveAsClient(t, []*backendtest.Backend{b1, b2}[i%2], "LOAD", fmt.Sprintf("c%d", i), fmt.Sprintf("o%d", i), 10)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	wins := 0
+	for i, a := range answers {
+		switch {
+		case a.status == 201:
+			wins++
+			granted = append(granted, fmt.Sprintf("o%d", i))
+		case a.status != 409:
+			t.Errorf("o%d: %+v", i, a)
+		}
+	}
+	if wins != 20 {
+		t.Errorf("%d won after the reload; want the 20 uses left", wins)
+	}
+	b1.CheckInvariants(t, "LOAD", granted)
 }
