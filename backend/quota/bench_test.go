@@ -32,9 +32,14 @@ func benchEnv(b *testing.B, rdb redis.UniversalClient) *env {
 	return e
 }
 
+// benchRedis starts a Redis of its own for a benchmark, so that its INFO counts only this
+// benchmark's work and the shared one is left alone: a single server or a three-master cluster.
 func benchRedis(b *testing.B, kind string) redis.UniversalClient {
 	if kind == "single" {
-		return singleRedis(b)
+		srv := testkit.StartRedis(b)
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 2 * benchClients})
+		b.Cleanup(func() { rdb.Close() })
+		return rdb
 	}
 	c := testkit.StartRedisCluster(b)
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), PoolSize: 2 * benchClients})
@@ -104,7 +109,7 @@ func BenchmarkVersusRedisBenchmark(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			addr := "127.0.0.1:6379"
+			var addr string
 			if cc, ok := rdb.(*redis.ClusterClient); ok {
 				// the identity's keys live on one master: drive that one, as the service does
 				node, err := cc.MasterForKey(context.Background(), cmd[3])
@@ -112,31 +117,70 @@ func BenchmarkVersusRedisBenchmark(b *testing.B) {
 					b.Fatal(err)
 				}
 				addr = node.Options().Addr
-			} else if opts, err := redis.ParseURL(testkit.RedisURL); err == nil {
-				addr = opts.Addr
+			} else {
+				addr = rdb.(*redis.Client).Options().Addr
 			}
 			if err := lua.QuotaDeduct.Load(context.Background(), rdb).Err(); err != nil {
 				b.Fatal(err)
 			}
 			day := calendar(b, quota.Day, "Asia/Shanghai")
 			for range b.N {
-				var theirs, ours, ratios []float64
+				var theirs, ours, ratios, theirCPU, ourCPU []float64
 				for range benchRounds {
 					before := e.used(b, 1, "USER", "bench", "ITEM:1001", day)
+					cpu0 := redisCPU(b, rdb)
 					t := redisBenchmark(b, addr, cmd, n)
+					cpu1 := redisCPU(b, rdb)
 					// a few random idemKeys repeat (-r draws from 2^31): those are replays
 					if took := e.used(b, 1, "USER", "bench", "ITEM:1001", day) - before; took < n-n/1000 || took > n {
 						b.Fatalf("redis-benchmark's %d scripts took %d: they did not all run", n, took)
 					}
 					o := serviceRate(b, e, n)
+					cpu2 := redisCPU(b, rdb)
 					theirs, ours, ratios = append(theirs, t), append(ours, o), append(ratios, o/t)
+					theirCPU, ourCPU = append(theirCPU, (cpu1-cpu0)*1e6/n), append(ourCPU, (cpu2-cpu1)*1e6/n)
 				}
 				b.ReportMetric(median(theirs), "redis-benchmark/s")
 				b.ReportMetric(median(ours), "deducts/s")
 				b.ReportMetric(median(ratios), "ratio")
+				b.ReportMetric(median(theirCPU), "script-redis-µs/op")
+				b.ReportMetric(median(ourCPU), "deduct-redis-µs/op")
 			}
 		})
 	}
+}
+
+// redisCPU returns the CPU seconds so far of every master behind rdb (INFO cpu).
+func redisCPU(b *testing.B, rdb redis.UniversalClient) float64 {
+	var mu sync.Mutex
+	var sum float64
+	add := func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "cpu").Result()
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(info, "\n") {
+			k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+			if k == "used_cpu_sys" || k == "used_cpu_user" {
+				f, _ := strconv.ParseFloat(v, 64)
+				mu.Lock()
+				sum += f
+				mu.Unlock()
+			}
+		}
+		return nil
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(context.Background(), add)
+	case *redis.Client:
+		err = add(context.Background(), c)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sum
 }
 
 // benchRounds is how many times a comparison alternates the two sides; it reports medians.

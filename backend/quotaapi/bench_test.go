@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/backend/quota"
@@ -26,15 +27,20 @@ const benchClients = 64
 const benchRules = `{"bizId":1,"identityType":"USER","dimension":"ITEM:1001","limit":1000000000000000,"window":{"type":"DAY","timezone":"Asia/Shanghai"}}
 {"bizId":1,"identityType":"USER","dimension":"ITEM:1001","limit":1000000000000000,"window":{"type":"WEEK","timezone":"Asia/Shanghai"}}`
 
-func benchStack(b *testing.B) (*quota.Service, fasthttp.RequestHandler) {
-	h, _, svc := newStack(b, t0)
+// benchStack serves the handlers over a Redis of their own, so that its INFO counts only this
+// benchmark's work and the shared one is left alone.
+func benchStack(b *testing.B) (*quota.Service, fasthttp.RequestHandler, string) {
+	srv := testkit.StartRedis(b)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 2 * benchClients})
+	b.Cleanup(func() { rdb.Close() })
+	h, _, svc := newStack(b, t0, rdb)
 	handler := route(h)
 	for _, r := range strings.Split(benchRules, "\n") {
 		if c := call(handler, "POST", "/admin/quota-rules", r); c.Response.StatusCode() != 201 {
 			b.Fatalf("rule: %s", c.Response.Body())
 		}
 	}
-	return svc, handler
+	return svc, handler, srv.Addr()
 }
 
 func deductBody(id string, i int64) []byte {
@@ -50,7 +56,7 @@ func deductBody(id string, i int64) []byte {
 // BenchmarkDeductHandler calls the handler in memory: decode, service, Redis, encode; no network
 // between client and handler.
 func BenchmarkDeductHandler(b *testing.B) {
-	_, handler := benchStack(b)
+	_, handler, _ := benchStack(b)
 	var seq atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(benchClients / 2)
@@ -81,7 +87,7 @@ type httpResult struct {
 
 // httpRate sends n deducts over real TCP to a fasthttp server on 127.0.0.1 from benchClients
 // connections.
-func httpRate(b *testing.B, handler fasthttp.RequestHandler, n int64, many bool) httpResult {
+func httpRate(b *testing.B, handler fasthttp.RequestHandler, redisAddr string, n int64, many bool) httpResult {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -94,7 +100,7 @@ func httpRate(b *testing.B, handler fasthttp.RequestHandler, n int64, many bool)
 	var seq atomic.Int64
 	lat := make([]time.Duration, n)
 	var wg sync.WaitGroup
-	redis0, proc0 := redisCPU(b), procCPU()
+	redis0, proc0 := redisCPU(b, redisAddr), procCPU()
 	start := time.Now()
 	for range benchClients {
 		wg.Go(func() {
@@ -128,14 +134,15 @@ func httpRate(b *testing.B, handler fasthttp.RequestHandler, n int64, many bool)
 	return httpResult{
 		rate:     float64(n) / elapsed.Seconds(),
 		p99:      float64(lat[len(lat)*99/100]) / float64(time.Millisecond),
-		redisCPU: (redisCPU(b) - redis0) * 1e6 / float64(n),
+		redisCPU: (redisCPU(b, redisAddr) - redis0) * 1e6 / float64(n),
 		procCPU:  (procCPU() - proc0) * 1e6 / float64(n),
 	}
 }
 
-// redisCPU returns the shared Redis's CPU seconds so far (INFO cpu).
-func redisCPU(b *testing.B) float64 {
-	out, err := exec.Command("redis-cli", "-u", testkit.RedisURL, "INFO", "cpu").Output()
+// redisCPU returns the CPU seconds so far of the Redis at addr (INFO cpu).
+func redisCPU(b *testing.B, addr string) float64 {
+	host, port, _ := strings.Cut(addr, ":")
+	out, err := exec.Command("redis-cli", "-h", host, "-p", port, "INFO", "cpu").Output()
 	if err != nil {
 		b.Fatalf("redis-cli INFO cpu: %v", err)
 	}
@@ -178,7 +185,7 @@ func report(b *testing.B, rs []httpResult) {
 // fasthttp server, service and Redis share its cores): the median of benchRounds rounds. Run
 // it with -benchtime 1x.
 func BenchmarkHTTPDeduct(b *testing.B) {
-	_, handler := benchStack(b)
+	_, handler, addr := benchStack(b)
 	for _, many := range []bool{false, true} {
 		name := "one-identity"
 		if many {
@@ -188,7 +195,7 @@ func BenchmarkHTTPDeduct(b *testing.B) {
 			for range b.N {
 				var rs []httpResult
 				for range benchRounds {
-					rs = append(rs, httpRate(b, handler, 20000, many))
+					rs = append(rs, httpRate(b, handler, addr, 20000, many))
 				}
 				report(b, rs)
 			}
@@ -204,7 +211,7 @@ func BenchmarkHTTPVersusRedisBenchmark(b *testing.B) {
 	if _, err := exec.LookPath("redis-benchmark"); err != nil {
 		b.Skip("redis-benchmark is not installed")
 	}
-	svc, handler := benchStack(b)
+	svc, handler, addr := benchStack(b)
 	cmd, err := svc.DeductCommand(1, "rb-__rand_int__", []quota.Item{{IdentityType: "USER", Identity: "bench", Dimensions: []string{"ITEM:1001"}, Amount: 1}})
 	if err != nil {
 		b.Fatal(err)
@@ -217,8 +224,8 @@ func BenchmarkHTTPVersusRedisBenchmark(b *testing.B) {
 		var theirs, ratios []float64
 		var ours []httpResult
 		for range benchRounds {
-			t := redisBenchmark(b, cmd, n)
-			o := httpRate(b, handler, n, false)
+			t := redisBenchmark(b, addr, cmd, n)
+			o := httpRate(b, handler, addr, n, false)
 			theirs, ours, ratios = append(theirs, t), append(ours, o), append(ratios, o.rate/t)
 		}
 		b.ReportMetric(median(theirs), "redis-benchmark/s")
@@ -239,14 +246,10 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// redisBenchmark runs redis-benchmark -c benchClients -n n on cmd against the shared Redis and
-// returns its requests per second.
-func redisBenchmark(b *testing.B, cmd []string, n int) float64 {
-	host, port := "127.0.0.1", "6379"
-	if u := strings.TrimPrefix(testkit.RedisURL, "redis://"); u != testkit.RedisURL {
-		addr, _, _ := strings.Cut(u, "/")
-		host, port, _ = strings.Cut(addr, ":")
-	}
+// redisBenchmark runs redis-benchmark -c benchClients -n n on cmd against the Redis at addr
+// and returns its requests per second.
+func redisBenchmark(b *testing.B, addr string, cmd []string, n int) float64 {
+	host, port, _ := strings.Cut(addr, ":")
 	args := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(benchClients), "-n", strconv.Itoa(n),
 		"-r", "2000000000", "--csv"}, cmd...)
 	out, err := exec.Command("redis-benchmark", args...).CombinedOutput()

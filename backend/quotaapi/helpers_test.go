@@ -30,8 +30,8 @@ func newHandlers(t testing.TB, start time.Time) (*quotaapi.Handlers, *quota.Manu
 	return h, clock
 }
 
-// newStack is newHandlers that also returns the service.
-func newStack(t testing.TB, start time.Time) (*quotaapi.Handlers, *quota.ManualClock, *quota.Service) {
+// newStack is newHandlers that also returns the service; it uses rdb if given.
+func newStack(t testing.TB, start time.Time, rdb ...*redis.Client) (*quotaapi.Handlers, *quota.ManualClock, *quota.Service) {
 	t.Helper()
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, testkit.Database(t))
@@ -40,17 +40,19 @@ func newStack(t testing.TB, start time.Time) (*quotaapi.Handlers, *quota.ManualC
 	}
 	t.Cleanup(pool.Close)
 	migrate(t, pool)
-	opts, err := redis.ParseURL(testkit.RedisURL)
-	if err != nil {
-		t.Fatal(err)
+	if len(rdb) == 0 {
+		opts, err := redis.ParseURL(testkit.RedisURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.PoolSize = 128
+		rdb = append(rdb, redis.NewClient(opts))
+		t.Cleanup(func() { rdb[0].Close() })
 	}
-	opts.PoolSize = 128
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
 	clock := quota.NewManualClock(start)
 	prefix := testkit.RedisPrefix(t)
-	t.Cleanup(func() { unlinkPrefix(rdb, prefix) })
-	svc, err := quota.New(ctx, quota.Config{Redis: rdb, DB: pool, KeyPrefix: prefix,
+	t.Cleanup(func() { unlinkPrefix(rdb[0], prefix) })
+	svc, err := quota.New(ctx, quota.Config{Redis: rdb[0], DB: pool, KeyPrefix: prefix,
 		NATSPrefix: testkit.NATSPrefix(), Clock: clock, IdemTTL: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
