@@ -38,8 +38,8 @@ type App struct {
 	Store    *store.Store
 	Gate     *gate.Gate
 
-	Jobs     *jobs.Jobs
-	Metrics  *prometheus.Registry
+	Jobs    *jobs.Jobs
+	Metrics *prometheus.Registry
 
 	notifier *notify.Notifier
 	http     *fasthttp.Server
