@@ -13,7 +13,7 @@
 -- ARGV[5] idemKey
 -- ARGV[6] the counters, encoded by the caller; stored in the record and returned on a replay
 -- ARGV[7] n, the number of counters; then four per counter:
---         kind, limit, amount, span ms ('C': how long the key lives; 'R': the window size)
+--         kind, limit, amount, span ms ('C': how long a new key lives; 'R': the window size)
 -- On a single Redis the first identity's call also does quota_register.lua's work, saving a
 -- call: then ARGV[8+4n..] are the request's identities and the last KEY is the request's
 -- record (see quota_register.lua). On a cluster that key lives elsewhere and this part is unused.
@@ -103,7 +103,10 @@ for i = 1, n do
   local amount, span = ARGV[a + 3], ARGV[a + 4]
   if ARGV[a + 1] == 'C' then
     local v = redis.call('INCRBY', KEYS[k], amount)
-    redis.call('PEXPIRE', KEYS[k], span)
+    if v == tonumber(amount) then
+      -- a new counter: it goes when its period ends, which later deducts do not move
+      redis.call('PEXPIRE', KEYS[k], span)
+    end
     out[i] = string.format('%d', v) .. ':0'
     k = k + 1
   else
