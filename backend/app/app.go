@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -45,6 +46,7 @@ type App struct {
 	http     *fasthttp.Server
 	log      *slog.Logger
 	stop     context.CancelFunc // ends the jobs
+	closed   atomic.Bool
 }
 
 // Option changes how New builds the app (tests inject a clock).
@@ -168,8 +170,11 @@ func (a *App) ListenAndServe() error {
 	return a.http.ListenAndServe(a.Config.Addr)
 }
 
-// Close stops serving and closes every connection.
+// Close stops serving and closes every connection. Closing again does nothing.
 func (a *App) Close() error {
+	if a.closed.Swap(true) {
+		return nil
+	}
 	var errs []error
 	if a.stop != nil {
 		a.stop()

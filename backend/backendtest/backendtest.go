@@ -40,7 +40,7 @@ func Config(t testing.TB) config.Backend {
 		DatabaseURL:    testkit.Database(t),
 		RedisURL:       testkit.RedisURL,
 		RedisPrefix:    testkit.RedisPrefix(t),
-		RedisTimeout:   300 * time.Millisecond,
+		RedisTimeout:   time.Second,
 		NATSURL:        testkit.NATSURL,
 		NATSPrefix:     testkit.NATSPrefix(),
 		AdminToken:     Token,

@@ -42,9 +42,10 @@ type Notifier struct {
 	lastSoldOut map[string]time.Time // when a refusal last asked for a sold-out publication
 	kv          jetstream.KeyValue   // created on first use: NATS may be down at start
 
-	wake chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	wake      chan struct{}
+	stop      chan struct{}
+	closeOnce sync.Once
+	done      chan struct{}
 }
 
 // New returns a running notifier on nc. A refusal publishes a voucher's sold-out state at most
@@ -103,9 +104,9 @@ func (n *Notifier) signal() {
 	}
 }
 
-// Close stops the worker; what is still marked is not published.
+// Close stops the worker; what is still marked is not published. Closing again does nothing.
 func (n *Notifier) Close() {
-	close(n.stop)
+	n.closeOnce.Do(func() { close(n.stop) })
 	<-n.done
 }
 
@@ -165,6 +166,7 @@ func (n *Notifier) publish(code string) error {
 		return err
 	}
 	if _, err := kv.Put(ctx, code, payload); err != nil {
+		n.kv = nil // NATS may have come back without its store: create the bucket again
 		return fmt.Errorf("put state of %s: %w", code, err)
 	}
 	n.mu.Lock()
