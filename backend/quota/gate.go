@@ -15,8 +15,8 @@ import (
 // gate runs the quota scripts on Redis (single or Cluster): one script call per identity.
 type gate struct {
 	rdb     redis.UniversalClient
-	idemTTL string // ms, as the scripts take it
-	cluster bool   // keys of different hash tags live on different nodes
+	idemTTL any  // ms, as the scripts take it; boxed once
+	cluster bool // keys of different hash tags live on different nodes
 }
 
 // Step outcomes, as quota_deduct.lua returns them.
@@ -51,12 +51,12 @@ func (g *gate) deductCall(st *step, idemKey, attempt string, nowMs int64) ([]str
 	for i := range st.counters {
 		c := &st.counters[i]
 		keys = appendCounterKeys(keys, st.base, c.kind, c.seg, c.dimension)
-		args = append(args, kindArg(c.kind), c.limit, c.amount, c.span)
+		args = append(args, kindArg(c.kind), c.limitArg, c.amount, c.span)
 	}
 	return keys, args
 }
 
-func kindArg(k byte) string {
+func kindArg(k byte) any {
 	if k == 'C' {
 		return "C"
 	}

@@ -44,6 +44,7 @@ type counterPlan struct {
 	window    *Window
 	kind      byte // 'C' calendar or fixed: one integer key; 'R' rolling: a sorted set and a sum
 	limit     int64
+	limitArg  any // limit, boxed once per rule for the script's arguments
 	amount    int64
 	span      int64  // ms: how long a 'C' key lives, or an 'R' window's size
 	seg       string // the window (and period) part of the key names
@@ -167,7 +168,7 @@ func identityLess(a, b *Item) bool {
 // add counts amount of item toward the counter of dimension dim under rule r.
 func (st *step) add(item int, dim string, r *Rule, amount int64, now time.Time, nowMs int64) {
 	w := &r.Window
-	c := counterPlan{dimension: dim, window: w, limit: r.Limit, amount: amount, lastItem: item}
+	c := counterPlan{dimension: dim, window: w, limit: r.Limit, limitArg: r.limitArg, amount: amount, lastItem: item}
 	if w.Type == Rolling {
 		c.kind, c.span, c.seg = 'R', w.Size.Milliseconds(), w.id
 	} else {
@@ -181,7 +182,9 @@ func (st *step) add(item int, dim string, r *Rule, amount int64, now time.Time, 
 	for k := range st.counters {
 		e := &st.counters[k]
 		if e.dimension == dim && e.seg == c.seg {
-			e.limit = min(e.limit, c.limit)
+			if c.limit < e.limit {
+				e.limit, e.limitArg = c.limit, c.limitArg
+			}
 			if e.lastItem != item {
 				e.amount += amount
 				e.lastItem = item

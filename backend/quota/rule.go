@@ -23,6 +23,8 @@ type Rule struct {
 	Window       Window
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+
+	limitArg any // Limit boxed for script arguments, set by newRuleSet
 }
 
 // Validate reports the first field of r that cannot be stored, as an ErrInvalid.
@@ -150,6 +152,7 @@ func newRuleSet(rules []Rule) *ruleSet {
 	s := &ruleSet{byType: make(map[typeKey][]*Rule), all: make([]*Rule, len(rules))}
 	for i := range rules {
 		r := &rules[i]
+		r.limitArg = r.Limit
 		s.all[i] = r
 		k := typeKey{r.BizID, r.IdentityType}
 		s.byType[k] = append(s.byType[k], r)

@@ -93,7 +93,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg:     cfg,
-		gate:    gate{rdb: cfg.Redis, idemTTL: msString(cfg.IdemTTL), cluster: isCluster(cfg.Redis)},
+		gate:    gate{rdb: cfg.Redis, idemTTL: any(msString(cfg.IdemTTL)), cluster: isCluster(cfg.Redis)},
 		store:   &ruleStore{pool: cfg.DB},
 		subject: cfg.NATSPrefix + ".quota.rules",
 		done:    make(chan struct{}),
