@@ -123,7 +123,8 @@ func (h *Handlers) Rollback(ctx *fasthttp.RequestCtx) {
 
 // Usage answers GET /quotas/usage?bizId=&identityType=&identity=&dimension= (dimension may
 // repeat, or be left out for the counters of every rule that names its dimension): 200
-// wire.QuotaUsageResponse, 400, 503.
+// wire.QuotaUsageResponse, 400, 503. Values are URL-decoded, so a phone number's '+' must be
+// sent as %2B.
 func (h *Handlers) Usage(ctx *fasthttp.RequestCtx) {
 	q := ctx.QueryArgs()
 	bizID, err := positiveInt("bizId", q.Peek("bizId"))
