@@ -66,16 +66,19 @@ func (s *Server) routeAdmin(ctx *fasthttp.RequestCtx, seg [][]byte) {
 
 func (s *Server) routeQuotaRules(ctx *fasthttp.RequestCtx, seg [][]byte) {
 	q := s.opts.Quota
+	method := string(ctx.Method())
 	switch {
-	case len(seg) == 0 && string(ctx.Method()) == "POST":
-		q.CreateRule(ctx)
+	case len(seg) == 0 && method == "POST":
+		q.PutRule(ctx)
 	case len(seg) == 0:
 		if allow(ctx, "GET") {
 			q.ListRules(ctx)
 		}
+	case len(seg) == 1 && method == "DELETE":
+		q.DeleteRule(ctx)
 	case len(seg) == 1:
-		if allow(ctx, "DELETE") {
-			q.DeleteRule(ctx)
+		if allow(ctx, "GET") {
+			q.GetRule(ctx)
 		}
 	default:
 		notFound(ctx)

@@ -24,8 +24,9 @@ type Quota interface {
 	Deduct(ctx *fasthttp.RequestCtx)
 	Rollback(ctx *fasthttp.RequestCtx)
 	Usage(ctx *fasthttp.RequestCtx)
-	CreateRule(ctx *fasthttp.RequestCtx)
+	PutRule(ctx *fasthttp.RequestCtx)
 	ListRules(ctx *fasthttp.RequestCtx)
+	GetRule(ctx *fasthttp.RequestCtx)
 	DeleteRule(ctx *fasthttp.RequestCtx)
 }
 

@@ -22,6 +22,8 @@ import (
 	"vouchergate/backend/gate"
 	"vouchergate/backend/jobs"
 	"vouchergate/backend/notify"
+	"vouchergate/backend/quota"
+	"vouchergate/backend/quotaapi"
 	"vouchergate/backend/store"
 	"vouchergate/backend/voucher"
 	"vouchergate/shared/config"
@@ -39,6 +41,7 @@ type App struct {
 	Store    *store.Store
 	Gate     *gate.Gate
 
+	Quotas  *quota.Service
 	Jobs    *jobs.Jobs
 	Metrics *prometheus.Registry
 
@@ -101,8 +104,14 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 		WarmupEvery: cfg.WarmupEvery, WarmupAhead: cfg.WarmupAhead,
 		Reconcile: voucher.ReconcileConfig{Grace: cfg.ReconcileGrace, DriftAlert: cfg.DriftAlert},
 	}, a.Metrics, a.log)
+	if a.Quotas, err = quota.New(ctx, quota.Config{Redis: a.Redis, DB: a.Pool, NATS: a.NATS,
+		KeyPrefix: cfg.RedisPrefix, NATSPrefix: cfg.NATSPrefix, IdemTTL: cfg.QuotaIdemTTL,
+		RefreshEvery: cfg.QuotaRefreshEvery, Log: a.log}); err != nil {
+		return nil, fmt.Errorf("start backend: %w", err)
+	}
+	quotas := quotaapi.New(a.Quotas, quotaapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, DBTimeout: cfg.DBTimeout, Log: a.log})
 	server := api.New(a.Vouchers, api.Options{AdminToken: cfg.AdminToken, RequestTimeout: cfg.RequestTimeout,
-		State: a.Gate, Jobs: a.Jobs, Metrics: a.Metrics, Log: a.log})
+		Quota: quotas, State: a.Gate, Jobs: a.Jobs, Metrics: a.Metrics, Log: a.log})
 	a.http = server.HTTPServer(cfg.MaxBodyBytes)
 	jobsCtx, stop := context.WithCancel(context.Background())
 	a.stop = stop
@@ -184,6 +193,9 @@ func (a *App) Close() error {
 	}
 	if a.notifier != nil {
 		a.notifier.Close()
+	}
+	if a.Quotas != nil {
+		a.Quotas.Close()
 	}
 	if a.NATS != nil {
 		a.NATS.Close()

@@ -30,6 +30,8 @@ type Backend struct {
 	DriftAlert        int64         `env:"VG_DRIFT_ALERT" envDefault:"0"`
 	WarmupEvery       time.Duration `env:"VG_WARMUP_EVERY" envDefault:"30s"`
 	WarmupAhead       time.Duration `env:"VG_WARMUP_AHEAD" envDefault:"10m"`
+	QuotaIdemTTL      time.Duration `env:"VG_QUOTA_IDEM_TTL" envDefault:"168h"`
+	QuotaRefreshEvery time.Duration `env:"VG_QUOTA_REFRESH_EVERY" envDefault:"10s"`
 }
 
 // LoadBackend reads the backend's settings and checks them.
