@@ -26,5 +26,8 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: the files above need formatting"; exit 1; }
 
-bench: services
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+## bench: the system's benchmarks, each beside its baseline in the same run (see docs/BENCHMARKS.md)
+bench: services bench-edge
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20000x ./backend/gate
+	$(GO) test -run '^$$' -bench 'VersusRedisBenchmark' -benchtime 1x ./backend/quota
+	$(GO) test -run '^$$' -bench 'HTTPVersusRedisBenchmark' -benchtime 1x ./backend/quotaapi
