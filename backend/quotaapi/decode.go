@@ -53,7 +53,8 @@ func (s *scanner) ws() {
 	}
 }
 
-// peek returns the next byte after white space, or 0 at the end.
+// peek returns the next byte after white space, or 0 at the end (or at a NUL byte: bad tells
+// which).
 func (s *scanner) peek() byte {
 	s.ws()
 	if s.i == len(s.b) {
@@ -68,7 +69,7 @@ func (s *scanner) eat(c byte) error {
 		s.i++
 		return nil
 	case 0:
-		return errEOF
+		return s.bad()
 	}
 	return errSyntax
 }
@@ -100,7 +101,7 @@ func (s *scanner) object(field func(key []byte) error) error {
 	for {
 		if c := s.peek(); c != '"' {
 			if c == 0 {
-				return errEOF
+				return s.bad()
 			}
 			return errSyntax
 		}
@@ -121,7 +122,7 @@ func (s *scanner) object(field func(key []byte) error) error {
 			s.i++
 			return nil
 		case 0:
-			return errEOF
+			return s.bad()
 		default:
 			return errSyntax
 		}
@@ -148,7 +149,7 @@ func (s *scanner) array(elem func() error) error {
 			s.i++
 			return nil
 		case 0:
-			return errEOF
+			return s.bad()
 		default:
 			return errSyntax
 		}
@@ -331,7 +332,7 @@ func (s *scanner) mistyped(field, want string) error {
 	case 't', 'f':
 		got = "bool"
 	case 0:
-		return errEOF
+		return s.bad()
 	default:
 		if c := s.b[s.i]; c == '-' || c >= '0' && c <= '9' {
 			got = "number"
@@ -344,10 +345,18 @@ func (s *scanner) mistyped(field, want string) error {
 
 // end checks that only white space follows.
 func (s *scanner) end() error {
-	if s.peek() != 0 {
+	if s.ws(); s.i < len(s.b) {
 		return errTrailer
 	}
 	return nil
+}
+
+// bad is the error for what peek returned 0 for: the end of the body, or a NUL byte.
+func (s *scanner) bad() error {
+	if s.i >= len(s.b) {
+		return errEOF
+	}
+	return errSyntax
 }
 
 func unknown(key []byte) error { return errAt("unknown field " + strconv.Quote(string(key))) }
@@ -363,7 +372,7 @@ func decodeDeduct(body []byte, req *wire.QuotaDeductRequest) error {
 	}
 	if c := s.peek(); c != '{' {
 		if c == 0 {
-			return errEOF
+			return s.bad()
 		}
 		if c == '[' || c == '"' || c == 't' || c == 'f' || c == '-' || c >= '0' && c <= '9' {
 			return errAt("the body must be a JSON object")
@@ -494,7 +503,7 @@ func decodeRollback(body []byte, req *wire.QuotaRollbackRequest) error {
 	}
 	if c := s.peek(); c != '{' {
 		if c == 0 {
-			return errEOF
+			return s.bad()
 		}
 		return errAt("the body must be a JSON object")
 	}

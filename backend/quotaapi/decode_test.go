@@ -20,7 +20,7 @@ var decodeSeeds = []string{
 	`{"a":1}`, `{"bizId":1,}`, `{"bizId":1}x`, `{"bizId":1}{}`, `{"bizId":1}]`, `{"idemKey":"a\tb"}`, "{\"idemKey\":\"a\tb\"}",
 	`{"idemKey":"\u00"}`, `{"idemKey":"\x"}`, `{"idemKey":"\ud83d\u0041"}`, `{"items":[{"amount":1},{"amount":2}],"items":[{}]}`,
 	`{"items":[1]}`, `{"items":{}}`, `{"items":[{"dimensions":"ITEM:1"}]}`, `{"items":[{"amount":"1"}]}`, `{`, `{"bizId"`, `{"bizId":`,
-	`{"ıtems":[]}`, `{"itemſ":[]}`, `{"idem\u212aey":"x"}`, "{\"idem\u212aey\":\"x\"}", `{"bizId":1}` + "\n",
+	`{"ıtems":[]}`, `{"itemſ":[]}`, `{"idem\u212aey":"x"}`, "{\"idem\u212aey\":\"x\"}", `{"bizId":1}` + "\n", "{}\x00", "\x00{}", "{\"bizId\":1\x00}",
 }
 
 // stdDecode is how encoding/json reads a deduct body, the reference for decodeDeduct.
