@@ -1,0 +1,136 @@
+package faulttest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"vouchergate/backend/backendtest"
+)
+
+// A backend process is SIGKILLed mid-sale while winners of the Redis gate wait for the database
+// (a two-connection pool behind a slowed insert), and a new one takes over its address. Clients
+// that retry converge on the new backend. The uses of orders whose clients left with the dead
+// backend hang in Redis (under-allocation); the new backend's reconciler keeps them through
+// the grace period and then releases exactly those. Then Redis equals the database, every 201
+// is backed (D4), an abandoned client that comes back gets its order if its row committed
+// after all, and the voucher sells exactly its remaining uses.
+func TestBackendKilledMidSale(t *testing.T) {
+	cfg := backendtest.Config(t)
+	// In this process, on the same database and key prefix: it creates the voucher and reads
+	// both stores; the backend under test is the separate process.
+	checker := backendtest.Start(t, cfg)
+	const code, total = "KILLED", 300
+	const grace = 5 * time.Second
+	createFlash(t, checker, code, total, 2)
+	for _, sql := range []string{
+		`CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN PERFORM pg_sleep(0.005); RETURN NEW; END $$`,
+		`CREATE TRIGGER slow_insert BEFORE INSERT ON redemptions FOR EACH ROW EXECUTE FUNCTION slow_insert()`,
+	} {
+		if _, err := checker.App.Pool.Exec(context.Background(), sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	proc := startBackendProcess(t, cfg, "VG_RECONCILE_GRACE="+grace.String(), "VG_DB_TIMEOUT=1s",
+		"VG_INFLIGHT_WAIT=1s", "VG_DB_MAX_CONNS=2", "VG_REQUEST_TIMEOUT=10s")
+	c := newClient(t, proc.URL())
+
+	// Customers whose number ends in an odd digit close the page when their request gets no
+	// answer; the others' clients send it again.
+	abandons := func(customer string) bool { return strings.ContainsAny(customer[len(customer)-1:], "13579") }
+	reserve := func(a attempt) outcome {
+		p := patient
+		p.retryLost = !abandons(a.customer)
+		return c.reserveOrder(code, a, p)
+	}
+	s := startSale(storm("", 900, 7), 64, reserve)
+	began := time.Now()
+	s.waitGranted(t, total/3)
+	t.Logf("killing the backend %s into the sale", time.Since(began).Round(time.Millisecond))
+	s.running(t, "kill the backend")
+	killedAt := time.Now()
+	proc.kill()
+	proc.start()
+	t.Logf("new backend up %s after the kill", time.Since(killedAt).Round(time.Millisecond))
+	wave1 := s.wait(t)
+	t.Logf("first wave, %s after the kill: %s", time.Since(killedAt).Round(time.Millisecond), tally(wave1))
+
+	waitQuiet(t, checker.App.Pool, checker.App.Redis, cfg.RedisPrefix, code)
+	answered := map[string]bool{}
+	for _, o := range wave1 {
+		if o.definitive() {
+			answered[o.order] = true
+		} else if !abandons(o.customer) {
+			t.Errorf("order %s: a retrying client ended with %d %s", o.order, o.status, o.code)
+		}
+	}
+	held := hanging(readGate(t, checker.App.Redis, cfg.RedisPrefix, code), rows(t, checker.App.Pool, code))
+	if len(held) == 0 {
+		t.Fatalf("no use hangs in redis: the kill caught no winner between Redis and PostgreSQL")
+	}
+	for _, id := range held {
+		if answered[id] {
+			t.Errorf("order %s hangs in redis, yet a client of it was answered", id)
+		}
+	}
+	t.Logf("%d uses hang in redis after the kill", len(held))
+	if time.Since(killedAt) < grace-time.Second {
+		if rep := reconcile(t, c, code); len(rep.Released) > 0 {
+			t.Errorf("reconciliation within the grace period released %v", rep.Released)
+		}
+	} else {
+		t.Logf("the grace period was over before the first wave ended; not checking a reconciliation within it")
+	}
+	time.Sleep(time.Until(killedAt.Add(grace + 500*time.Millisecond)))
+	rep := reconcile(t, c, code)
+	if !sameSet(rep.Released, held) {
+		t.Errorf("reconciliation released %v; the hanging uses were %v", rep.Released, held)
+	}
+	granted := checkAnswers(t, checker.App.Pool, code, wave1)
+	checker.CheckInvariants(t, code, granted)
+	checkRedisEqualsDB(t, checker, code)
+
+	// Second wave: the abandoned clients come back with their orders, and new customers buy
+	// what is left.
+	before := active(rows(t, checker.App.Pool, code))
+	left := total - len(before)
+	var wave2 []attempt
+	seen := map[string]bool{}
+	for _, o := range wave1 {
+		if !answered[o.order] && !seen[o.order] {
+			seen[o.order] = true
+			wave2 = append(wave2, o.attempt)
+		}
+	}
+	returning := len(wave2)
+	for i := range left + 30 {
+		wave2 = append(wave2, attempt{customer: "w2-c" + itoa(i), order: "w2-o" + itoa(i)})
+	}
+	outs := startSale(wave2, 32, func(a attempt) outcome { return c.reserveOrder(code, a, patient) }).wait(t)
+	t.Logf("second wave (%d returning, %d new; %d uses left): %s", returning, len(wave2)-returning, left, tally(outs))
+	sold, kept := 0, 0
+	for _, o := range outs {
+		_, had := before[o.order]
+		switch {
+		case had && o.status == 201:
+			kept++
+		case had:
+			t.Errorf("order %s committed while its client was away; its retry got %d %s", o.order, o.status, o.code)
+		case o.status == 201:
+			sold++
+		case o.status != 409:
+			t.Errorf("second wave: order %s: %d %s", o.order, o.status, o.code)
+		}
+	}
+	t.Logf("abandoned orders whose row had committed anyway: %d", kept)
+	if sold != left {
+		t.Errorf("the second wave was granted %d new uses; %d were left", sold, left)
+	}
+	all := append(wave1, outs...)
+	granted = checkAnswers(t, checker.App.Pool, code, all)
+	checker.CheckInvariants(t, code, granted)
+	checkRedisEqualsDB(t, checker, code)
+	retryGranted(t, c, code, granted, customers(all))
+}

@@ -1,0 +1,257 @@
+package faulttest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"vouchergate/backend/app"
+	"vouchergate/backend/backendtest"
+	"vouchergate/shared/wire"
+)
+
+// Holds expire while their customers confirm them. Two backends share one database, Redis and
+// clock; both run the expiry job over and over (one through POST /admin/expire) while the clock
+// moves through every hold's expiry, customers confirm through either backend (a third of them
+// through both at once), and new customers buy the uses expiry gives back. Each order ends
+// CONFIRMED or RELEASED, never both: a confirm answered 200 is CONFIRMED, one answered 409
+// RESERVATION_RELEASED is RELEASED. Each release is counted once (the jobs' counts add up to
+// the released rows, used_count agrees: D1), and Redis gave back exactly the released orders:
+// before any reconciliation it holds exactly the confirmed ones.
+func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
+	clock := &backendtest.Clock{}
+	cfg := backendtest.Config(t)
+	cfg.HoldTTL = 10 * time.Minute
+	a := backendtest.Start(t, cfg, app.WithClock(clock))
+	b := backendtest.Start(t, cfg, app.WithClock(clock))
+	clients := []*client{newClient(t, a.URL), newClient(t, b.URL)}
+	const code, total = "EXPIRY", 200
+	createFlash(t, a, code, total, 1)
+
+	// Sell out in ten waves a minute apart, so the holds expire over ten minutes.
+	var first []string
+	for w := range 10 {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for i := range total / 10 {
+			at := attempt{customer: fmt.Sprintf("c%d-%d", w, i), order: fmt.Sprintf("o%d-%d", w, i)}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if o := clients[i%2].reserveOrder(code, at, patient); o.status != 201 {
+					t.Errorf("wave %d: order %s: %d %s", w, at.order, o.status, o.code)
+					return
+				}
+				mu.Lock()
+				first = append(first, at.order)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		clock.Advance(time.Minute)
+	}
+	if len(first) != total {
+		t.Fatalf("%d of %d reservations before the race", len(first), total)
+	}
+
+	// The race: both backends expire, the clock moves 12 minutes, customers confirm, newcomers buy.
+	stop := make(chan struct{})
+	var expired atomic.Int64
+	var jobs sync.WaitGroup
+	expire := []func() (int, error){
+		func() (int, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return a.App.Jobs.Expire(ctx)
+		},
+		func() (int, error) { return adminExpire(clients[1]) },
+	}
+	for _, run := range expire {
+		jobs.Add(1)
+		go func() {
+			defer jobs.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n, err := run()
+				if err != nil {
+					t.Errorf("expire: %v", err)
+				}
+				expired.Add(int64(n))
+				time.Sleep(3 * time.Millisecond)
+			}
+		}()
+	}
+	jobs.Add(1)
+	go func() {
+		defer jobs.Done()
+		for range 24 {
+			time.Sleep(20 * time.Millisecond)
+			clock.Advance(30 * time.Second)
+		}
+	}()
+
+	type confirmation struct {
+		order string
+		answer
+	}
+	var mu sync.Mutex
+	var confirms []confirmation
+	var newcomers []outcome
+	var buyers sync.WaitGroup
+	confirm := func(c *client, order string) {
+		got := c.confirm(code, order)
+		mu.Lock()
+		confirms = append(confirms, confirmation{order, got})
+		mu.Unlock()
+	}
+	for i, order := range first {
+		buyers.Add(1)
+		go func() {
+			defer buyers.Done()
+			time.Sleep(rand.N(600 * time.Millisecond))
+			if i%3 != 0 {
+				confirm(clients[i%2], order)
+				return
+			}
+			var both sync.WaitGroup
+			for _, c := range clients {
+				both.Add(1)
+				go func() {
+					defer both.Done()
+					confirm(c, order)
+				}()
+			}
+			both.Wait()
+		}()
+	}
+	for i := range 80 {
+		at := attempt{customer: fmt.Sprintf("new%d", i), order: fmt.Sprintf("new-o%d", i)}
+		buyers.Add(1)
+		go func() {
+			defer buyers.Done()
+			time.Sleep(rand.N(600 * time.Millisecond))
+			c := clients[i%2]
+			o := c.reserveOrder(code, at, patient)
+			mu.Lock()
+			newcomers = append(newcomers, o)
+			mu.Unlock()
+			if o.status == 201 && i%4 != 0 { // a quarter never pay: their holds expire
+				confirm(clients[(i+1)%2], at.order)
+			}
+		}()
+	}
+	buyers.Wait()
+	close(stop)
+	jobs.Wait()
+
+	// Every hold still unconfirmed expires now, released by both backends at once.
+	clock.Advance(cfg.HoldTTL + time.Minute)
+	var last sync.WaitGroup
+	for _, run := range expire {
+		last.Add(1)
+		go func() {
+			defer last.Done()
+			n, err := run()
+			if err != nil {
+				t.Errorf("expire: %v", err)
+			}
+			expired.Add(int64(n))
+		}()
+	}
+	last.Wait()
+
+	db := rows(t, a.App.Pool, code)
+	var confirmed, released []string
+	for id, r := range db {
+		switch r.status {
+		case wire.StatusConfirmed:
+			confirmed = append(confirmed, id)
+		case wire.StatusReleased:
+			released = append(released, id)
+		default:
+			t.Errorf("order %s ends %s; every hold has expired or been confirmed", id, r.status)
+		}
+	}
+	accepted, refused := map[string]bool{}, map[string]bool{}
+	for _, c := range confirms {
+		r := db[c.order]
+		switch {
+		case c.status == 200 && r.status == wire.StatusConfirmed:
+		case c.status == 409 && c.code == wire.CodeReservationReleased && r.status == wire.StatusReleased:
+		default:
+			t.Errorf("order %s: confirm answered %d %s, the row is %s", c.order, c.status, c.code, r.status)
+		}
+		if c.status == 200 {
+			accepted[c.order] = true
+		} else {
+			refused[c.order] = true
+		}
+	}
+	for order := range accepted {
+		if refused[order] {
+			t.Errorf("order %s: one confirm answered 200, another did not", order)
+		}
+	}
+	for _, o := range newcomers {
+		switch r, ok := db[o.order]; {
+		case o.status == 201 && !ok:
+			t.Errorf("D4 newcomer %s answered 201 without a row", o.order)
+		case o.status == 409 && ok:
+			t.Errorf("newcomer %s refused, yet it has a row (%s)", o.order, r.status)
+		case o.status != 201 && o.status != 409:
+			t.Errorf("newcomer %s: %d %s", o.order, o.status, o.code)
+		}
+	}
+	t.Logf("confirmed %d, released %d (jobs counted %d), newcomers %s", len(confirmed), len(released), expired.Load(), tally(newcomers))
+	if int(expired.Load()) != len(released) {
+		t.Errorf("the expiry jobs counted %d releases; %d rows are released: a hold was counted twice or missed", expired.Load(), len(released))
+	}
+	if len(confirmed) == 0 || len(released) == 0 {
+		t.Errorf("confirmed %d, released %d: the confirms did not race the expiry", len(confirmed), len(released))
+	}
+	// Redis gave back exactly the released orders, without any repair.
+	a.CheckInvariants(t, code, confirmed)
+	checkRedisEqualsDB(t, a, code)
+	rep := reconcile(t, clients[0], code)
+	if len(rep.Released) > 0 || len(rep.PutBack) > 0 || rep.Recounted {
+		t.Errorf("reconciliation after expiry had to repair redis: %+v", rep)
+	}
+	more := sellRest(t, clients[1], a.App.Pool, code, "rest-")
+	b.CheckInvariants(t, code, append(confirmed, more...))
+	checkRedisEqualsDB(t, b, code)
+}
+
+// adminExpire runs POST /admin/expire and returns how many holds it released.
+func adminExpire(c *client) (int, error) {
+	a, raw := c.send("POST", "/admin/expire", nil, 30*time.Second)
+	var body struct {
+		Released int `json:"released"`
+	}
+	if a.status != 200 || json.Unmarshal(raw, &body) != nil {
+		return 0, fmt.Errorf("POST /admin/expire: %d %s", a.status, raw)
+	}
+	return body.Released, nil
+}
+
+// confirm confirms an order, retrying a 503 or a lost request a few times.
+func (c *client) confirm(code, order string) answer {
+	var a answer
+	for try := range patient.tries {
+		if try > 0 {
+			time.Sleep(patient.pause)
+		}
+		if a, _ = c.send("POST", "/vouchers/"+code+"/reservations/"+order+"/confirm", nil, 30*time.Second); a.status != 0 && a.status != 503 {
+			break
+		}
+	}
+	return a
+}

@@ -1,0 +1,134 @@
+package faulttest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"vouchergate/shared/config"
+	"vouchergate/shared/events"
+	"vouchergate/testkit"
+)
+
+// NATS is stopped mid-sale and started again. NATS is not on the reservation path: the sale
+// goes on and sells out while NATS is away, every client with its answer. Once NATS is back
+// the sold-out state, with every holder, reaches the bucket and the subject; a release brings
+// the voucher back in the bucket too. Then the usual end: Redis equals the database after
+// reconciliation and the voucher sells exactly its remaining uses.
+func TestNATSStoppedMidSale(t *testing.T) {
+	ns := testkit.StartNATS(t)
+	b, clock, c := startBackend(t, func(cfg *config.Backend) { cfg.NATSURL = ns.URL() })
+	names := events.Names{Prefix: b.Config.NATSPrefix}
+	const code, total = "NATS-DOWN", 100
+	createFlash(t, b, code, total, 2)
+
+	attempts := storm("", 500, 4)
+	s := startSale(attempts, 48, func(a attempt) outcome { return c.reserveOrder(code, a, patient) })
+	s.waitGranted(t, total/3)
+	s.running(t, "stop nats")
+	ns.Stop()
+
+	outcomes := s.wait(t)
+	t.Logf("%s", tally(outcomes))
+	retried := 0
+	for _, o := range outcomes {
+		if !o.definitive() {
+			t.Errorf("order %s: %d %s with NATS away; NATS is not on the reservation path", o.order, o.status, o.code)
+		}
+		retried += o.tries - 1
+	}
+	t.Logf("requests retried after a 503: %d", retried)
+	granted := checkAnswers(t, b.App.Pool, code, outcomes)
+	holders := active(rows(t, b.App.Pool, code))
+	if len(holders) != total {
+		t.Fatalf("%d uses sold while NATS was away; the sale should have sold all %d", len(holders), total)
+	}
+	b.CheckInvariants(t, code, granted) // nothing broke in Redis or the database
+
+	ns.Start()
+	nc, err := nats.Connect(ns.URL(), nats.Timeout(5*time.Second))
+	if err != nil {
+		t.Fatalf("connect to NATS: %v", err)
+	}
+	defer nc.Close()
+	states := make(chan events.VoucherState, 64)
+	sub, err := nc.Subscribe(names.VoucherState(code), func(m *nats.Msg) {
+		if s, err := events.DecodeVoucherState(m.Data); err == nil {
+			select {
+			case states <- s:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	st := waitBucket(t, nc, names, code, true)
+	for id := range holders {
+		if !st.Holders.MayHold([]byte(id)) {
+			t.Errorf("the sold-out state in the bucket does not hold order %s", id)
+		}
+	}
+	// On the subject: a late refusal publishes the sold-out state again (at most every 250ms).
+	got := false
+	for try := 0; try < 40 && !got; try++ {
+		if o := c.reserveOrder(code, attempt{customer: "late", order: "late-1"}, patient); o.status != 409 {
+			t.Errorf("late order while sold out: %d %s", o.status, o.code)
+		}
+		select {
+		case e := <-states:
+			got = e.SoldOut && e.Holders != nil && e.Holders.MayHold([]byte(granted[0]))
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	if !got {
+		t.Errorf("no sold-out event on %s within 12s of NATS coming back", names.VoucherState(code))
+	}
+
+	// A release after NATS came back reaches the bucket: available again.
+	if a, raw := c.send("DELETE", "/vouchers/"+code+"/reservations/"+granted[0], nil, 30*time.Second); a.status != 200 {
+		t.Fatalf("release %s: %d %s", granted[0], a.status, raw)
+	}
+	waitBucket(t, nc, names, code, false)
+
+	finish(t, b, clock, c, code, granted[1:], customers(outcomes))
+	waitBucket(t, nc, names, code, true)
+}
+
+// waitBucket waits up to 15s for the state bucket to hold code's state with soldOut as wanted,
+// and returns it.
+func waitBucket(t *testing.T, nc *nats.Conn, names events.Names, code string, soldOut bool) events.VoucherState {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if kv, err := js.KeyValue(ctx, names.StateBucket()); err == nil {
+			if e, err := kv.Get(ctx, code); err == nil {
+				s, err := events.DecodeVoucherState(e.Value())
+				if err != nil {
+					t.Fatalf("bucket %s key %s: %v", names.StateBucket(), code, err)
+				}
+				if s.SoldOut == soldOut {
+					return s
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("bucket %s key %s: no state with soldOut=%v within 15s", names.StateBucket(), code, soldOut)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

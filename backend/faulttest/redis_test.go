@@ -1,0 +1,154 @@
+package faulttest
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"vouchergate/shared/config"
+	"vouchergate/shared/keys"
+	"vouchergate/shared/wire"
+	"vouchergate/testkit"
+)
+
+// Redis is killed mid-sale and comes back empty. The next reservations load the voucher from
+// the database again: the first state Redis shows holds no more uses than total_limit minus
+// the rows active when it died (a load from total_limit alone would hold them all). No 201 is
+// lost, nothing is sold twice; after reconciliation Redis equals the database and the voucher
+// sells exactly its remaining uses. Once sold out, an empty Redis is loaded again as sold out
+// by the warm-up endpoint and by the warm-up job.
+func TestRedisRestartedEmptyMidSale(t *testing.T) {
+	rs := testkit.StartRedis(t)
+	b, clock, c := startBackend(t, func(cfg *config.Backend) { cfg.RedisURL = rs.URL() })
+	const code, total = "REDIS-EMPTY", 150
+	createFlash(t, b, code, total, 2)
+
+	attempts := storm("", 600, 1)
+	s := startSale(attempts, 48, func(a attempt) outcome { return c.reserveOrder(code, a, patient) })
+	s.waitGranted(t, total/3)
+	s.running(t, "kill redis")
+	rs.Kill()
+	activeAtKill := len(active(rows(t, b.App.Pool, code)))
+	time.Sleep(500 * time.Millisecond) // clients meet a dead Redis: 503, and retry
+	rs.RestartEmpty()
+
+	first := firstLoad(t, rs.Addr(), b.Config.RedisPrefix, code)
+	if first+int64(activeAtKill) > total {
+		t.Errorf("redis came back with %d uses left; total_limit %d minus %d rows active when it died allows at most %d: not loaded from the database",
+			first, total, activeAtKill, total-activeAtKill)
+	}
+	t.Logf("%d rows active when redis died; the first load holds %d uses left", activeAtKill, first)
+
+	outcomes := settle(t, c, code, s.wait(t))
+	t.Logf("%s", tally(outcomes))
+	granted := checkAnswers(t, b.App.Pool, code, outcomes)
+	checkNoOverAllocation(t, b.App.Pool, code)
+	finish(t, b, clock, c, code, granted, customers(outcomes))
+
+	// Sold out now: an empty Redis loaded by the warm-up endpoint holds no use left, and a late
+	// crowd is refused.
+	rs.RestartEmpty()
+	var view wire.VoucherView
+	warmed := false
+	for try := 0; try < 50 && !warmed; try++ { // the backend's Redis pool redials within a second
+		a, raw := c.send("POST", "/admin/vouchers/"+code+"/warmup", nil, 10*time.Second)
+		warmed = a.status == 200 && json.Unmarshal(raw, &view) == nil
+		if !warmed {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !warmed || view.RedisRemaining == nil || *view.RedisRemaining != 0 {
+		t.Errorf("warm-up of the sold-out voucher after redis came back empty: %+v (remaining %v)", view, view.RedisRemaining)
+	}
+	checkRedisEqualsDB(t, b, code)
+	if late := sellRest(t, c, b.App.Pool, code, "late-"); len(late) != 0 {
+		t.Errorf("sold out, yet %d late orders were granted", len(late))
+	}
+
+	// And the warm-up job loads it the same way.
+	rs.RestartEmpty()
+	loaded := 0
+	for try := 0; try < 50 && loaded == 0; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		n, err := b.App.Jobs.Warmup(ctx)
+		cancel()
+		if err == nil {
+			loaded = n
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if loaded != 1 {
+		t.Errorf("warm-up job after redis came back empty loaded %d vouchers; want 1", loaded)
+	}
+	checkRedisEqualsDB(t, b, code)
+	b.CheckInvariants(t, code, nil)
+}
+
+// Redis is killed mid-sale and comes back with everything it acknowledged (append-only file,
+// fsync always). It is not reloaded: every order granted before the kill is still held by the
+// attempt that took it. The sale goes on to the same end: no 201 lost, nothing sold twice,
+// Redis equal to the database after reconciliation, the rest sold exactly.
+func TestRedisRestartedWithItsDataMidSale(t *testing.T) {
+	rs := testkit.StartRedis(t, testkit.RedisPersistent())
+	b, clock, c := startBackend(t, func(cfg *config.Backend) { cfg.RedisURL = rs.URL() })
+	const code, total = "REDIS-KEPT", 150
+	createFlash(t, b, code, total, 2)
+
+	attempts := storm("", 600, 2)
+	s := startSale(attempts, 48, func(a attempt) outcome { return c.reserveOrder(code, a, patient) })
+	s.waitGranted(t, total/3)
+	s.running(t, "kill redis")
+	killedAt := time.Now()
+	rs.Kill()
+	time.Sleep(500 * time.Millisecond)
+	rs.Start()
+
+	watch := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer watch.Close()
+	g := readGate(t, watch, b.Config.RedisPrefix, code)
+	before := s.grantedBefore(killedAt)
+	if !g.loaded {
+		t.Errorf("redis came back without the voucher; it was persistent")
+	}
+	for _, order := range before {
+		if h, ok := g.holders[order]; !ok || attemptOf(h) == "db" {
+			t.Errorf("order %s, granted before the kill, is held as %q after redis came back: not its own data", order, h)
+		}
+	}
+	t.Logf("%d orders granted before the kill, all held after the restart", len(before))
+
+	outcomes := settle(t, c, code, s.wait(t))
+	t.Logf("%s", tally(outcomes))
+	granted := checkAnswers(t, b.App.Pool, code, outcomes)
+	checkNoOverAllocation(t, b.App.Pool, code)
+	// Nothing was lost, so nothing is missing: every active row is in Redis before any repair.
+	b.CheckRedis(t, code)
+	if rep := finish(t, b, clock, c, code, granted, customers(outcomes)); rep.Loaded || len(rep.PutBack) > 0 {
+		t.Errorf("reconciliation had to load the voucher (%v) or put back orders %v; redis kept its data", rep.Loaded, rep.PutBack)
+	}
+}
+
+// firstLoad watches Redis at addr until the voucher is loaded again and returns the uses left
+// it first shows; reservations only lower that number, so it bounds what was loaded.
+func firstLoad(t *testing.T, addr, prefix, code string) int64 {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer rdb.Close()
+	key := keys.ForVoucher(prefix, code).Remaining
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		n, err := rdb.Get(ctx, key).Int64()
+		cancel()
+		if err == nil {
+			return n
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("redis did not get %s back within 30s of its restart", code)
+	return 0
+}
