@@ -58,6 +58,10 @@ func (c Backend) Check() error {
 		return fmt.Errorf("VG_DB_MAX_CONNS is %d; expected at least 1", c.DBMaxConns)
 	case c.ReconcileGrace <= 2*c.DBTimeout:
 		return fmt.Errorf("VG_RECONCILE_GRACE is %v; expected more than twice VG_DB_TIMEOUT (%v), or a write still in flight is taken for hanging", c.ReconcileGrace, c.DBTimeout)
+	case c.QuotaIdemTTL < time.Second:
+		return fmt.Errorf("VG_QUOTA_IDEM_TTL is %v; expected at least 1s, such as 168h", c.QuotaIdemTTL)
+	case c.QuotaRefreshEvery <= 0:
+		return fmt.Errorf("VG_QUOTA_REFRESH_EVERY is %v; expected a positive duration such as 10s", c.QuotaRefreshEvery)
 	case c.MaxBodyBytes < 256:
 		return fmt.Errorf("VG_MAX_BODY_BYTES is %d; expected at least 256", c.MaxBodyBytes)
 	}
