@@ -3,7 +3,7 @@ GO ?= go
 export VG_ADMIN_TOKEN ?= dev-admin-token
 export VG_DEMO_VOUCHER ?= FLASH100
 
-include edge.mk
+include edge.mk faults.mk
 
 .PHONY: run test services db vet fmt bench
 
