@@ -4,6 +4,7 @@ export VG_ADMIN_TOKEN ?= dev-admin-token
 export VG_DEMO_VOUCHER ?= FLASH100
 
 include edge.mk faults.mk
+.DEFAULT_GOAL := run
 
 .PHONY: run test services db vet fmt bench
 
