@@ -561,6 +561,13 @@ func startBackend(t *testing.T, edit func(*config.Backend)) (*backendtest.Backen
 	return b, clock, newClient(t, b.URL)
 }
 
+// productionBounds puts back the default bounds a retry lives with (backendtest's are generous):
+// a hold whose outcome is unknown (its write cut, or its Redis reply lost) is taken for stale
+// after 2×DBTimeout, and a retry waits InFlightWait for its first attempt.
+func productionBounds(cfg *config.Backend) {
+	cfg.DBTimeout, cfg.InFlightWait = 2*time.Second, time.Second
+}
+
 // createFlash creates an open flash voucher with the test discount.
 func createFlash(t *testing.T, b *backendtest.Backend, code string, total, perUser int) {
 	t.Helper()
