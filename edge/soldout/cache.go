@@ -7,15 +7,30 @@
 // granted orders. Entries expire after a TTL so that a missed "back in stock" cannot block a
 // sale for long, and a Refresher reads the live state again before a busy entry expires.
 //
-// Lookups take no lock and allocate nothing: readers load an immutable map through an atomic
-// pointer, and the rare writers (a few a second at most) copy it.
+// The entries live in a bigcache (github.com/allegro/bigcache/v3): per voucher code, a small
+// fixed-size record (sold-out flag, the entry's version, its expiry in unix nanoseconds).
+// bigcache evicts a record once its LifeWindow (the TTL rounded up to a second, bigcache's
+// resolution) has passed; Lookup checks the record's own expiry on every read, since bigcache's
+// Get does not, so an entry expires exactly at its TTL. The decoded holder filters, which are
+// large and hold pointers, stay out of bigcache: they sit in an immutable map behind an atomic
+// pointer, with the version of the record they belong to, and a lookup uses one only when the
+// versions agree. A lookup is thus: bigcache read of the record → sold out and not expired →
+// filter of that version → MayHold. It takes no lock of this package; bigcache takes a shard's
+// read lock and copies the key and the record (2 small allocations: v3.1.0 has no Get that
+// reads into a caller's buffer).
 package soldout
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
+
+	"github.com/allegro/bigcache/v3"
 
 	"vouchergate/shared/events"
 	"vouchergate/shared/wire"
@@ -38,6 +53,7 @@ type Options struct {
 // except for its refresh flag.
 type Entry struct {
 	code       string
+	version    uint64 // the version of the bigcache record this entry belongs to
 	holders    *events.HolderFilter
 	at         time.Time // the state's time, as the backend wrote it
 	learned    time.Time // when this edge learned it, by the cache's clock
@@ -54,43 +70,120 @@ func (e *Entry) At() time.Time { return e.at }
 // be forwarded. It does not allocate.
 func (e *Entry) MayHold(orderID []byte) bool { return e.holders.MayHold(orderID) }
 
+// A record is what bigcache stores per code: flags (1 byte, padded to 8), version, expiry.
+const (
+	recordSize    = 24
+	flagSoldOut   = 1
+	offVersion    = 8
+	offExpiry     = 16
+	bigcacheShard = 16 // a power of two; sold-out vouchers are few
+)
+
+type record struct {
+	soldOut bool
+	version uint64
+	expiry  int64 // unix nanoseconds, by the cache's clock
+}
+
+func (r record) encode(b *[recordSize]byte) []byte {
+	*b = [recordSize]byte{}
+	if r.soldOut {
+		b[0] = flagSoldOut
+	}
+	binary.LittleEndian.PutUint64(b[offVersion:], r.version)
+	binary.LittleEndian.PutUint64(b[offExpiry:], uint64(r.expiry))
+	return b[:]
+}
+
+func decode(v []byte) (record, bool) {
+	if len(v) != recordSize {
+		return record{}, false
+	}
+	return record{
+		soldOut: v[0]&flagSoldOut != 0,
+		version: binary.LittleEndian.Uint64(v[offVersion:]),
+		expiry:  int64(binary.LittleEndian.Uint64(v[offExpiry:])),
+	}, true
+}
+
 // Cache holds sold-out entries by voucher code. It is safe for concurrent use.
 type Cache struct {
 	ttl, refreshAfter time.Duration
 	now               func() time.Time
 
-	entries atomic.Pointer[map[string]*Entry] // read without a lock; replaced, never changed
+	store   *bigcache.BigCache                // the records; evicts them after its LifeWindow
+	closer  *closer                           // stops store's cleaning goroutine
+	filters atomic.Pointer[map[string]*Entry] // holders by code, read without a lock; replaced, never changed
 
 	mu       sync.Mutex        // serialises writers
 	versions map[string]uint64 // bumped by every write of a code; see ApplyIf
 }
+
+type closer struct {
+	once  sync.Once
+	store *bigcache.BigCache
+}
+
+func (c *closer) close() { c.once.Do(func() { _ = c.store.Close() }) }
 
 // New returns an empty cache.
 func New(o Options) *Cache {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	c := &Cache{ttl: o.TTL, refreshAfter: o.RefreshAfter, now: o.Now, versions: map[string]uint64{}}
+	// bigcache counts whole seconds and evicts a record only once more than LifeWindow has
+	// passed, so rounding the TTL up never evicts a live entry.
+	life := (o.TTL + time.Second - 1).Truncate(time.Second)
+	if life < time.Second {
+		life = time.Second
+	}
+	store, err := bigcache.New(context.Background(), bigcache.Config{
+		Shards:             bigcacheShard,
+		LifeWindow:         life,
+		CleanWindow:        time.Second,
+		MaxEntriesInWindow: 1024,
+		MaxEntrySize:       64,
+		Logger:             bigcache.DefaultLogger(),
+	})
+	if err != nil { // only for an invalid Config, which this one is not
+		panic("soldout: bigcache: " + err.Error())
+	}
+	c := &Cache{
+		ttl: o.TTL, refreshAfter: o.RefreshAfter, now: o.Now,
+		store: store, closer: &closer{store: store}, versions: map[string]uint64{},
+	}
 	m := map[string]*Entry{}
-	c.entries.Store(&m)
+	c.filters.Store(&m)
+	// The cleaning goroutine holds only store: stop it when the Cache is gone.
+	runtime.AddCleanup(c, func(cl *closer) { cl.close() }, c.closer)
 	return c
 }
+
+// Close stops the cache's background eviction. A closed cache still answers, but nothing
+// evicts its records but Sweep and later writes.
+func (c *Cache) Close() { c.closer.close() }
 
 // Lookup returns the live entry of code at time now, or nil when the voucher is not known to
 // be sold out. now is the caller's (the request's time, which fasthttp has already read):
 // reading the clock again would cost the sold-out path a tenth of its time. refresh is true for
 // exactly one lookup of an entry older than RefreshAfter: its caller should ask a Refresher to
-// read the state again. Lookup does not allocate.
+// read the state again. Lookup allocates only bigcache's copies of the key and the record.
 func (c *Cache) Lookup(code []byte, now time.Time) (e *Entry, refresh bool) {
-	e = (*c.entries.Load())[string(code)]
-	if e == nil {
+	// bigcache hashes the key and compares it with the stored one, keeping no reference: the
+	// string may share code's bytes for the call.
+	v, err := c.store.Get(unsafe.String(unsafe.SliceData(code), len(code)))
+	if err != nil {
 		return nil, false
 	}
-	age := now.Sub(e.learned)
-	if age >= c.ttl {
+	r, ok := decode(v)
+	if !ok || !r.soldOut || now.UnixNano() >= r.expiry {
 		return nil, false
 	}
-	if c.refreshAfter > 0 && age >= c.refreshAfter && !e.refreshing.Load() {
+	e = (*c.filters.Load())[string(code)]
+	if e == nil || e.version != r.version {
+		return nil, false // a write in progress: the backend answers
+	}
+	if c.refreshAfter > 0 && now.Sub(e.learned) >= c.refreshAfter && !e.refreshing.Load() {
 		refresh = e.refreshing.CompareAndSwap(false, true)
 	}
 	return e, refresh
@@ -131,55 +224,88 @@ func (c *Cache) applyLocked(s events.VoucherState) error {
 		return ErrNoHolders
 	}
 	c.versions[s.Code]++
-	old := *c.entries.Load()
+	version := c.versions[s.Code]
 	now := c.now()
-	m := make(map[string]*Entry, len(old)+1)
-	for code, e := range old {
-		if code != s.Code && now.Sub(e.learned) < c.ttl {
-			m[code] = e
-		}
+	if !s.SoldOut {
+		// Record first: once it is gone no lookup answers, whatever the filters hold.
+		_ = c.store.Delete(s.Code) // ErrEntryNotFound when not sold out: nothing to do
+		c.publishLocked(s.Code, nil)
+		return nil
 	}
-	if s.SoldOut {
-		m[s.Code] = &Entry{code: s.Code, holders: s.Holders, at: s.At, learned: now}
+	// Filter first: until the record of this version is stored, lookups see the versions
+	// disagree and forward, which is always safe.
+	c.publishLocked(s.Code, &Entry{code: s.Code, version: version, holders: s.Holders, at: s.At, learned: now})
+	var b [recordSize]byte
+	if err := c.store.Set(s.Code, record{soldOut: true, version: version, expiry: now.Add(c.ttl).UnixNano()}.encode(&b)); err != nil {
+		c.publishLocked(s.Code, nil)
+		return err
 	}
-	c.entries.Store(&m)
 	return nil
 }
 
-// Sweep drops expired entries. Lookup never returns them; sweeping only frees their memory
-// and keeps Len exact.
+// publishLocked replaces the filters with a copy holding e for code (none when e is nil).
+// Expired ones stay until Sweep drops them together with their records.
+func (c *Cache) publishLocked(code string, e *Entry) {
+	old := *c.filters.Load()
+	m := make(map[string]*Entry, len(old)+1)
+	for k, x := range old {
+		if k != code {
+			m[k] = x
+		}
+	}
+	if e != nil {
+		m[code] = e
+	}
+	c.filters.Store(&m)
+}
+
+// live reports whether code's record in bigcache is a sold-out one of version, unexpired at now.
+func (c *Cache) live(code string, version uint64, now time.Time) bool {
+	v, err := c.store.Get(code)
+	if err != nil {
+		return false
+	}
+	r, ok := decode(v)
+	return ok && r.soldOut && r.version == version && now.UnixNano() < r.expiry
+}
+
+// Sweep drops expired entries, from bigcache and from the filters, and the filters of records
+// bigcache has evicted. Lookup never returns them; sweeping only frees their memory and keeps
+// Len exact.
 func (c *Cache) Sweep() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old := *c.entries.Load()
+	old := *c.filters.Load()
 	now := c.now()
-	expired := 0
-	for _, e := range old {
-		if now.Sub(e.learned) >= c.ttl {
-			expired++
+	var dead []string
+	for code, e := range old {
+		if !c.live(code, e.version, now) {
+			dead = append(dead, code)
 		}
 	}
-	if expired == 0 {
+	if len(dead) == 0 {
 		return
 	}
-	m := make(map[string]*Entry, len(old)-expired)
+	m := make(map[string]*Entry, len(old)-len(dead))
 	for code, e := range old {
-		if now.Sub(e.learned) < c.ttl {
-			m[code] = e
-		}
+		m[code] = e
 	}
-	c.entries.Store(&m)
+	for _, code := range dead {
+		delete(m, code)
+		_ = c.store.Delete(code)
+	}
+	c.filters.Store(&m)
 }
 
-// Len returns the number of entries not yet swept.
-func (c *Cache) Len() int { return len(*c.entries.Load()) }
+// Len returns the number of entries in bigcache: those not yet evicted or swept.
+func (c *Cache) Len() int { return c.store.Len() }
 
 // Codes returns the codes of the live entries.
 func (c *Cache) Codes() []string {
 	now := c.now()
 	var codes []string
-	for code, e := range *c.entries.Load() {
-		if now.Sub(e.learned) < c.ttl {
+	for code, e := range *c.filters.Load() {
+		if c.live(code, e.version, now) {
 			codes = append(codes, code)
 		}
 	}
