@@ -79,7 +79,7 @@ func TestBackendKilledMidSale(t *testing.T) {
 	t.Logf("%d uses hang in redis after the kill", len(held))
 	if time.Since(killedAt) < grace-time.Second {
 		if rep := reconcile(t, c, code); len(rep.Released) > 0 {
-			t.Errorf("reconciliation within the grace period released %v", rep.Released)
+			t.Errorf("reconciliation within the grace period released %s", brief(rep.Released))
 		}
 	} else {
 		t.Logf("the grace period was over before the first wave ended; not checking a reconciliation within it")
@@ -103,7 +103,7 @@ func TestBackendKilledMidSale(t *testing.T) {
 	rep := reconcile(t, c, code)
 	<-done
 	if both := append(append([]string(nil), rep.Released...), mine...); !sameSet(both, held) {
-		t.Errorf("the two reconciliations released %v and %v; the hanging uses were %v", rep.Released, mine, held)
+		t.Errorf("the two reconciliations released %s and %s; the hanging uses were %s", brief(rep.Released), brief(mine), brief(held))
 	}
 	granted := checkAnswers(t, checker.App.Pool, code, wave1)
 	checker.CheckInvariants(t, code, granted)

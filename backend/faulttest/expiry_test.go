@@ -215,8 +215,9 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 	if int(expired.Load()) != len(released) {
 		t.Errorf("the expiry jobs counted %d releases; %d rows are released: a hold was counted twice or missed", expired.Load(), len(released))
 	}
-	if len(confirmed) == 0 || len(released) == 0 {
-		t.Errorf("confirmed %d, released %d: the confirms did not race the expiry", len(confirmed), len(released))
+	t.Logf("confirms answered 200 for %d orders, 409 RESERVATION_RELEASED for %d", len(accepted), len(refused))
+	if len(accepted) == 0 || len(refused) == 0 {
+		t.Errorf("confirms accepted for %d orders, refused for %d: the confirms did not race the expiry", len(accepted), len(refused))
 	}
 	// Redis gave back exactly the released orders, without any repair.
 	a.CheckInvariants(t, code, confirmed)

@@ -457,7 +457,7 @@ func checkRedisEqualsDB(t *testing.T, b *backendtest.Backend, code string) {
 		}
 	}
 	if h := hanging(g, act); len(h) > 0 {
-		t.Errorf("redis equals db %s: redis holds %d orders without an active row: %v", code, len(h), h)
+		t.Errorf("redis equals db %s: redis holds %d orders without an active row: %s", code, len(h), brief(h))
 	}
 	if total := totalLimit(t, b.App.Pool, code); g.remaining != int64(total-len(act)) {
 		t.Errorf("redis equals db %s: %d uses left in redis; total_limit %d minus %d active is %d",
@@ -644,3 +644,11 @@ func waitQuiet(t *testing.T, pool *pgxpool.Pool, rdb redis.UniversalClient, pref
 }
 
 func itoa(i int) string { return fmt.Sprint(i) }
+
+// brief lists ids for a message, the first 20 of them.
+func brief(ids []string) string {
+	if len(ids) > 20 {
+		return fmt.Sprintf("%v and %d more", ids[:20], len(ids)-20)
+	}
+	return fmt.Sprint(ids)
+}

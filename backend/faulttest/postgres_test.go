@@ -53,7 +53,7 @@ func TestPostgresDownMidSale(t *testing.T) {
 
 			rep := finish(t, b, clock, c, code, granted, customers(outcomes))
 			if !sameSet(rep.Released, held) {
-				t.Errorf("reconciliation released %v; redis held %v without a row", rep.Released, held)
+				t.Errorf("reconciliation released %s; redis held %s without a row", brief(rep.Released), brief(held))
 			}
 		})
 	}

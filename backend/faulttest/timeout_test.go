@@ -53,6 +53,6 @@ func TestClientsRetryAfterTimeouts(t *testing.T) {
 		}
 	}
 	if rep := finish(t, b, clock, c, code, granted, customerOf); len(rep.Released) > 0 {
-		t.Errorf("reconciliation released %v: abandoned requests left uses hanging", rep.Released)
+		t.Errorf("reconciliation released %s: abandoned requests left uses hanging", brief(rep.Released))
 	}
 }
