@@ -242,17 +242,3 @@ func adminExpire(c *client) (int, error) {
 	}
 	return body.Released, nil
 }
-
-// confirm confirms an order, retrying a 503 or a lost request a few times.
-func (c *client) confirm(code, order string) answer {
-	var a answer
-	for try := range patient.tries {
-		if try > 0 {
-			time.Sleep(patient.pause)
-		}
-		if a, _ = c.send("POST", "/vouchers/"+code+"/reservations/"+order+"/confirm", nil, 30*time.Second); a.status != 0 && a.status != 503 {
-			break
-		}
-	}
-	return a
-}
