@@ -25,10 +25,7 @@ func TestPostgresDownMidSale(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pg := testkit.StartPostgres(t)
-			b, clock, c := startBackend(t, func(cfg *config.Backend) {
-				cfg.DatabaseURL = testkit.Database(t, pg.URL())
-				productionBounds(cfg)
-			})
+			b, clock, c := startBackend(t, func(cfg *config.Backend) { cfg.DatabaseURL = testkit.Database(t, pg.URL()) })
 			const code, total = "PG-DOWN", 150
 			createFlash(t, b, code, total, 2)
 

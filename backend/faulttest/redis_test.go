@@ -24,10 +24,7 @@ import (
 // warm-up job.
 func TestRedisRestartedEmptyMidSale(t *testing.T) {
 	rs := testkit.StartRedis(t)
-	b, clock, c := startBackend(t, func(cfg *config.Backend) {
-		cfg.RedisURL = rs.URL()
-		productionBounds(cfg)
-	})
+	b, clock, c := startBackend(t, func(cfg *config.Backend) { cfg.RedisURL = rs.URL() })
 	const code, total = "REDIS-EMPTY", 150
 	createFlash(t, b, code, total, 2)
 
@@ -105,7 +102,7 @@ func TestRedisRestartedEmptyMidSale(t *testing.T) {
 // Redis equal to the database after reconciliation, the rest sold exactly.
 func TestRedisRestartedWithItsDataMidSale(t *testing.T) {
 	rs := testkit.StartRedis(t, testkit.RedisPersistent())
-	b, clock, c := startBackend(t, func(cfg *config.Backend) { cfg.RedisURL = rs.URL(); productionBounds(cfg) })
+	b, clock, c := startBackend(t, func(cfg *config.Backend) { cfg.RedisURL = rs.URL() })
 	const code, total = "REDIS-KEPT", 150
 	createFlash(t, b, code, total, 2)
 

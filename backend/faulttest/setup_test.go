@@ -73,22 +73,21 @@ func retryGranted(t *testing.T, c *client, code string, granted []string, custom
 
 // startBackend runs an in-process backend on backendtest.Config changed by edit, telling time
 // from a clock the test advances, and returns it with a client.
+//
+// It puts back the production bounds a retry lives with (backendtest's are generous): a hold
+// whose outcome is unknown (its write cut, its Redis reply lost) is taken for stale after
+// 2×DBTimeout, and a retry waits InFlightWait for its first attempt, so sales converge in
+// seconds after a fault.
 func startBackend(t *testing.T, edit func(*config.Backend)) (*backendtest.Backend, *backendtest.Clock, *client) {
 	t.Helper()
 	cfg := backendtest.Config(t)
+	cfg.DBTimeout, cfg.InFlightWait = 2*time.Second, time.Second
 	if edit != nil {
 		edit(&cfg)
 	}
 	clock := &backendtest.Clock{}
 	b := backendtest.Start(t, cfg, app.WithClock(clock))
 	return b, clock, newClient(t, b.URL)
-}
-
-// productionBounds puts back the default bounds a retry lives with (backendtest's are generous):
-// a hold whose outcome is unknown (its write cut, or its Redis reply lost) is taken for stale
-// after 2×DBTimeout, and a retry waits InFlightWait for its first attempt.
-func productionBounds(cfg *config.Backend) {
-	cfg.DBTimeout, cfg.InFlightWait = 2*time.Second, time.Second
 }
 
 // createFlash creates an open flash voucher with the test discount.
