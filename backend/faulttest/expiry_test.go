@@ -33,30 +33,42 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 	const code, total = "EXPIRY", 200
 	createFlash(t, a, code, total, 1)
 
-	// Sell out in ten waves a minute apart, so the holds expire over ten minutes.
+	// Sell out in ten waves a minute apart, so the holds expire over ten minutes. A third of
+	// the orders are sent to both backends at once: each answers 201.
 	var first []string
 	for w := range 10 {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for i := range total / 10 {
 			at := attempt{customer: fmt.Sprintf("c%d-%d", w, i), order: fmt.Sprintf("o%d-%d", w, i)}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if o := clients[i%2].reserveOrder(code, at, patient); o.status != 201 {
-					t.Errorf("wave %d: order %s: %d %s", w, at.order, o.status, o.code)
-					return
-				}
-				mu.Lock()
-				first = append(first, at.order)
-				mu.Unlock()
-			}()
+			sends := []*client{clients[i%2]}
+			if i%3 == 0 {
+				sends = clients
+			}
+			for j, c := range sends {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if o := c.reserveOrder(code, at, patient); o.status != 201 || o.discount != discount {
+						t.Errorf("wave %d: order %s: %d %s", w, at.order, o.status, o.code)
+						return
+					}
+					if j == 0 {
+						mu.Lock()
+						first = append(first, at.order)
+						mu.Unlock()
+					}
+				}()
+			}
 		}
 		wg.Wait()
 		clock.Advance(time.Minute)
 	}
 	if len(first) != total {
 		t.Fatalf("%d of %d reservations before the race", len(first), total)
+	}
+	if n := len(active(rows(t, a.App.Pool, code))); n != total {
+		t.Fatalf("%d active rows after the waves; want %d", n, total)
 	}
 
 	// The race: both backends expire, the clock moves 12 minutes, customers confirm, newcomers buy.
