@@ -123,12 +123,23 @@ func (s *Store) Reserve(ctx context.Context, h voucher.Hold, now time.Time) (vou
 }
 
 func (s *Store) reserveOnce(ctx context.Context, h voucher.Hold, now time.Time) (voucher.Redemption, error) {
+	// The connection first: a wait for one that runs out of time has sent nothing, and the
+	// server's limit is what is left once the statement can go. With too little left for
+	// the server's limit to end the statement before ours, it is not sent at all.
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return voucher.Redemption{}, notWritten(err, "reserve %s: acquire a connection", h.VoucherCode)
+	}
+	defer conn.Release()
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < minWriteTime {
+		return voucher.Redemption{}, notWritten(context.DeadlineExceeded, "reserve %s: %v left to write", h.VoucherCode, time.Until(deadline))
+	}
 	b := &pgx.Batch{}
 	b.Queue(`SELECT set_config('statement_timeout', $1, true)`, statementTimeout(ctx))
 	b.Queue(reserveSQL, h.VoucherCode, now, h.CustomerID, h.OrderID, h.OrderAmount, h.DiscountAmount,
 		h.ReservedAt, h.ExpiresAt)
-	br := s.pool.SendBatch(ctx, b) // one implicit transaction
-	_, err := br.Exec()
+	br := conn.SendBatch(ctx, b) // one implicit transaction
+	_, err = br.Exec()
 	var r voucher.Redemption
 	if err == nil {
 		r, err = scanRedemption(br.QueryRow())
@@ -138,6 +149,10 @@ func (s *Store) reserveOnce(ctx context.Context, h voucher.Hold, now time.Time) 
 	}
 	return r, err
 }
+
+// minWriteTime is the least time a reservation must have left to be sent: enough for its
+// server-side limit (statementTimeout) to end it and the refusal to come back in time.
+const minWriteTime = 50 * time.Millisecond
 
 // statementTimeout is the server-side limit for a statement under ctx: what is left of ctx's
 // time less a margin for the answer to travel, or none without a deadline.
