@@ -28,9 +28,6 @@ type Store struct {
 // New returns a store on pool.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
-// Pool returns the pool, for jobs and tests that read the tables directly.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
-
 // Open connects a pool to url; maxConns 0 keeps pgx's default.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
