@@ -1,13 +1,11 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"vouchergate/backend/backendtest"
 	"vouchergate/shared/events"
@@ -60,7 +58,7 @@ func TestSoldOutAndBackInStockEvents(t *testing.T) {
 	if soldOut.Holders.MayHold([]byte("late0")) && soldOut.Holders.MayHold([]byte("late1")) {
 		t.Errorf("sold-out event holds refused orders")
 	}
-	bucketState(t, nc, names, "EVT", true)
+	backendtest.WaitBucketState(t, nc, names, "EVT", true)
 	var live events.VoucherState
 	if status, body := b.Do(t, "GET", "/vouchers/EVT/state", nil); status != 200 || json.Unmarshal(body, &live) != nil || !live.SoldOut || !live.Holders.MayHold([]byte("h2")) {
 		t.Errorf("GET state: %d %s", status, body)
@@ -70,7 +68,7 @@ func TestSoldOutAndBackInStockEvents(t *testing.T) {
 		t.Fatalf("release: %d", st)
 	}
 	waitState(t, states, false)
-	bucketState(t, nc, names, "EVT", false)
+	backendtest.WaitBucketState(t, nc, names, "EVT", false)
 	extra := 0
 	for len(states) > 0 {
 		if s := <-states; s.SoldOut {
@@ -94,36 +92,6 @@ func waitState(t *testing.T, states <-chan events.VoucherState, soldOut bool) ev
 			}
 		case <-timeout:
 			t.Fatalf("no event with soldOut=%v within 5s", soldOut)
-		}
-	}
-}
-
-// bucketState waits until the bucket holds code's state with soldOut as wanted.
-func bucketState(t *testing.T, nc *nats.Conn, names events.Names, code string, soldOut bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		// the event goes out just before the bucket is written
-		if kv, err := js.KeyValue(ctx, names.StateBucket()); err == nil {
-			if e, err := kv.Get(ctx, code); err == nil {
-				s, err := events.DecodeVoucherState(e.Value())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if s.SoldOut == soldOut {
-					return
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("bucket %s key %s: no state with soldOut=%v within 5s", names.StateBucket(), code, soldOut)
-		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }

@@ -1,13 +1,12 @@
 package faulttest
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
+	"vouchergate/backend/backendtest"
 	"vouchergate/shared/config"
 	"vouchergate/shared/events"
 	"vouchergate/testkit"
@@ -71,7 +70,7 @@ func TestNATSStoppedMidSale(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st := waitBucket(t, nc, names, code, true)
+	st := backendtest.WaitBucketState(t, nc, names, code, true)
 	for id := range holders {
 		if !st.Holders.MayHold([]byte(id)) {
 			t.Errorf("the sold-out state in the bucket does not hold order %s", id)
@@ -97,38 +96,8 @@ func TestNATSStoppedMidSale(t *testing.T) {
 	if a, raw := c.send("DELETE", "/vouchers/"+code+"/reservations/"+granted[0], nil, 30*time.Second); a.status != 200 {
 		t.Fatalf("release %s: %d %s", granted[0], a.status, raw)
 	}
-	waitBucket(t, nc, names, code, false)
+	backendtest.WaitBucketState(t, nc, names, code, false)
 
 	finish(t, b, clock, c, code, granted[1:], customers(outcomes))
-	waitBucket(t, nc, names, code, true)
-}
-
-// waitBucket waits up to 15s for the state bucket to hold code's state with soldOut as wanted,
-// and returns it.
-func waitBucket(t *testing.T, nc *nats.Conn, names events.Names, code string, soldOut bool) events.VoucherState {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if kv, err := js.KeyValue(ctx, names.StateBucket()); err == nil {
-			if e, err := kv.Get(ctx, code); err == nil {
-				s, err := events.DecodeVoucherState(e.Value())
-				if err != nil {
-					t.Fatalf("bucket %s key %s: %v", names.StateBucket(), code, err)
-				}
-				if s.SoldOut == soldOut {
-					return s
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("bucket %s key %s: no state with soldOut=%v within 15s", names.StateBucket(), code, soldOut)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	backendtest.WaitBucketState(t, nc, names, code, true)
 }

@@ -66,26 +66,14 @@ func (h *Handlers) ListRules(ctx *fasthttp.RequestCtx) {
 
 // GetRule answers GET /admin/quota-rules/{id}: 200 wire.QuotaRule, 400, 404
 // QUOTA_RULE_NOT_FOUND, 503.
-func (h *Handlers) GetRule(ctx *fasthttp.RequestCtx) {
-	id, err := ruleID(ctx)
-	if err != nil {
-		h.fail(ctx, err)
-		return
-	}
-	dbctx, cancel := context.WithTimeout(context.Background(), h.dbTimeout)
-	defer cancel()
-	r, err := h.svc.Rule(dbctx, id)
-	if err != nil {
-		h.fail(ctx, err)
-		return
-	}
-	out := ruleWire(&r)
-	h.json(ctx, fasthttp.StatusOK, &out)
-}
+func (h *Handlers) GetRule(ctx *fasthttp.RequestCtx) { h.ruleByID(ctx, h.svc.Rule) }
 
 // DeleteRule answers DELETE /admin/quota-rules/{id}: 200 with the deleted wire.QuotaRule,
 // 400, 404 QUOTA_RULE_NOT_FOUND, 503. Counters it implied are left to expire.
-func (h *Handlers) DeleteRule(ctx *fasthttp.RequestCtx) {
+func (h *Handlers) DeleteRule(ctx *fasthttp.RequestCtx) { h.ruleByID(ctx, h.svc.DeleteRule) }
+
+// ruleByID runs do on the rule the path names and answers it.
+func (h *Handlers) ruleByID(ctx *fasthttp.RequestCtx, do func(context.Context, int64) (quota.Rule, error)) {
 	id, err := ruleID(ctx)
 	if err != nil {
 		h.fail(ctx, err)
@@ -93,7 +81,7 @@ func (h *Handlers) DeleteRule(ctx *fasthttp.RequestCtx) {
 	}
 	dbctx, cancel := context.WithTimeout(context.Background(), h.dbTimeout)
 	defer cancel()
-	r, err := h.svc.DeleteRule(dbctx, id)
+	r, err := do(dbctx, id)
 	if err != nil {
 		h.fail(ctx, err)
 		return
