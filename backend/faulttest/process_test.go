@@ -3,7 +3,6 @@ package faulttest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -21,45 +20,17 @@ import (
 	"vouchergate/shared/config"
 )
 
-// The backend command, built once for the tests that SIGKILL a backend.
-var (
-	buildOnce   sync.Once
-	buildDir    string
-	backendPath string
-	buildErr    error
-)
-
 func TestMain(m *testing.M) {
 	// Fault tests dial dead servers on purpose; go-redis would log every refused dial.
 	redis.SetLogger(quietRedis{})
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	backendtest.RemoveBinary()
 	os.Exit(code)
 }
 
 type quietRedis struct{}
 
 func (quietRedis) Printf(context.Context, string, ...any) {}
-
-func backendBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "vg-faulttest-"); buildErr != nil {
-			return
-		}
-		backendPath = filepath.Join(buildDir, "backend")
-		out, err := exec.Command("go", "build", "-o", backendPath, "vouchergate/backend").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build vouchergate/backend: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build the backend command: %v", buildErr)
-	}
-	return backendPath
-}
 
 // backendProcess is the backend command running as a child process on a fixed 127.0.0.1
 // address, which the test can SIGKILL and start again. Its output goes to a log file, shown
@@ -124,7 +95,7 @@ func (p *backendProcess) URL() string { return "http://" + p.addr }
 // find the port still held; it tries again.
 func (p *backendProcess) start() {
 	p.t.Helper()
-	bin := backendBinary(p.t)
+	bin := backendtest.Binary(p.t)
 	for try := 0; try < 20; try++ {
 		logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {

@@ -5,8 +5,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,40 +12,10 @@ import (
 	"vouchergate/shared/config"
 )
 
-// The backend command, built once for the tests that kill a backend with SIGKILL.
-var (
-	backendBinOnce sync.Once
-	backendBin     string
-	backendBinErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if backendBin != "" {
-		_ = os.RemoveAll(filepath.Dir(backendBin))
-	}
+	backendtest.RemoveBinary()
 	os.Exit(code)
-}
-
-func backendBinary(t *testing.T) string {
-	t.Helper()
-	backendBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "vg-edge-test-")
-		if err != nil {
-			backendBinErr = err
-			return
-		}
-		backendBin = filepath.Join(dir, "backend")
-		out, err := exec.Command("go", "build", "-o", backendBin, "vouchergate/backend").CombinedOutput()
-		if err != nil {
-			backendBinErr = err
-			t.Logf("go build backend: %s", out)
-		}
-	})
-	if backendBinErr != nil {
-		t.Fatalf("build the backend command: %v", backendBinErr)
-	}
-	return backendBin
 }
 
 // backendProcess is `go run ./backend` as a child process the test can SIGKILL and restart
@@ -90,7 +58,7 @@ func startBackendProcess(t *testing.T, cfg config.Backend, addr string) *backend
 func (p *backendProcess) start() {
 	p.t.Helper()
 	for attempt := 0; attempt < 20; attempt++ {
-		cmd := exec.Command(backendBinary(p.t))
+		cmd := exec.Command(backendtest.Binary(p.t))
 		cmd.Env = p.env
 		if err := cmd.Start(); err != nil {
 			p.t.Fatalf("start backend: %v", err)
