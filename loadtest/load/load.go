@@ -26,6 +26,10 @@ type Settings struct {
 	Warmup   time.Duration // unmeasured time before it
 	Code     string        // voucher code in the path
 	Prefix   string        // orderId prefix; each request gets prefix + a sequence number
+	// Customers is the customerId prefix: each request names a new customer, prefix +
+	// connection + sequence number ("c-" if empty). A run that must not meet an earlier run's
+	// customers (per-customer limits) gives its own.
+	Customers string
 }
 
 // Result is what one run measured.
@@ -35,6 +39,7 @@ type Result struct {
 	Elapsed  time.Duration
 	Statuses map[int]int64
 	Latency  Histogram
+	Won      Histogram // the 201 answers' latency alone
 }
 
 // RPS is requests answered per second.
@@ -92,6 +97,7 @@ func Run(ctx context.Context, addr string, s Settings) (Result, error) {
 			r.Statuses[st] += n
 		}
 		r.Latency.Merge(&w.latency)
+		r.Won.Merge(&w.won)
 	}
 	if r.Requests == 0 && r.Errors > 0 {
 		return r, fmt.Errorf("load: every connection failed; first: %w", firstErr(workers))
@@ -112,47 +118,71 @@ type worker struct {
 	requests int64
 	statuses map[int]int64
 	latency  Histogram
+	won      Histogram
 	err      error
 }
 
 func (w *worker) run(ctx context.Context, conn net.Conn, s Settings, id int, measureFrom, end time.Time) {
 	_ = conn.SetDeadline(end.Add(5 * time.Second)) // no loop outlives its run
 	br := bufio.NewReaderSize(conn, 16<<10)
-	req := make([]byte, 0, 512)
-	head := []byte("POST /vouchers/" + s.Code + "/reservations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ")
-	body := make([]byte, 0, 256)
+	rb := newRequests(s.Code, s.Prefix, s.Customers, id)
 	for seq := 0; ctx.Err() == nil; seq++ {
-		body = append(body[:0], `{"customerId":"c-`...)
-		body = strconv.AppendInt(body, int64(id), 10)
-		body = append(body, `-`...)
-		body = strconv.AppendInt(body, int64(seq), 10)
-		body = append(body, `","orderId":"`...)
-		body = append(body, s.Prefix...)
-		body = strconv.AppendInt(body, int64(id), 10)
-		body = append(body, `-`...)
-		body = strconv.AppendInt(body, int64(seq), 10)
-		body = append(body, `","orderAmount":150000}`...)
-		req = append(req[:0], head...)
-		req = strconv.AppendInt(req, int64(len(body)), 10)
-		req = append(req, "\r\n\r\n"...)
-		req = append(req, body...)
-
 		t0 := time.Now()
-		if _, err := conn.Write(req); err != nil {
+		if _, err := conn.Write(rb.next(seq)); err != nil {
 			w.fail(ctx, err)
 			return
 		}
-		status, err := readAnswer(br)
+		status, _, err := readAnswer(br)
 		if err != nil {
 			w.fail(ctx, err)
 			return
 		}
 		if t0.After(measureFrom) && t0.Before(end) {
-			w.latency.Record(time.Since(t0))
+			lat := time.Since(t0)
+			w.latency.Record(lat)
+			if status == 201 {
+				w.won.Record(lat)
+			}
 			w.requests++
 			w.statuses[status]++
 		}
 	}
+}
+
+// requests writes one connection's reservations, each of a new customer and a new order,
+// into a reused buffer.
+type requests struct {
+	head, req, body []byte
+	orders, custs   []byte // orderId and customerId up to the sequence number
+}
+
+func newRequests(code, orders, customers string, conn int) *requests {
+	if customers == "" {
+		customers = "c-"
+	}
+	return &requests{
+		head:   []byte("POST /vouchers/" + code + "/reservations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "),
+		req:    make([]byte, 0, 512),
+		body:   make([]byte, 0, 256),
+		orders: []byte(orders + strconv.Itoa(conn) + "-"),
+		custs:  []byte(customers + strconv.Itoa(conn) + "-"),
+	}
+}
+
+// next returns request seq; it is valid until the next call.
+func (r *requests) next(seq int) []byte {
+	body := append(r.body[:0], `{"customerId":"`...)
+	body = append(body, r.custs...)
+	body = strconv.AppendInt(body, int64(seq), 10)
+	body = append(body, `","orderId":"`...)
+	body = append(body, r.orders...)
+	body = strconv.AppendInt(body, int64(seq), 10)
+	body = append(body, `","orderAmount":150000}`...)
+	req := append(r.req[:0], r.head...)
+	req = strconv.AppendInt(req, int64(len(body)), 10)
+	req = append(req, "\r\n\r\n"...)
+	r.body, r.req = body, append(req, body...)
+	return r.req
 }
 
 func (w *worker) fail(ctx context.Context, err error) {
@@ -163,39 +193,46 @@ func (w *worker) fail(ctx context.Context, err error) {
 
 var headerContentLength = []byte("content-length:")
 
-// readAnswer reads one answer with a Content-Length body and returns its status.
-func readAnswer(br *bufio.Reader) (int, error) {
+// readAnswer reads one answer with a Content-Length body and returns its status and its body
+// (nil if larger than br's buffer), valid until the next read from br.
+func readAnswer(br *bufio.Reader) (int, []byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
-		return 0, fmt.Errorf("load: bad status line %q", line)
+		return 0, nil, fmt.Errorf("load: bad status line %q", line)
 	}
 	status, err := strconv.Atoi(string(line[9:12]))
 	if err != nil {
-		return 0, fmt.Errorf("load: bad status line %q", line)
+		return 0, nil, fmt.Errorf("load: bad status line %q", line)
 	}
 	length := -1
 	for {
 		line, err = br.ReadSlice('\n')
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if len(line) <= 2 {
 			break
 		}
 		if len(line) > len(headerContentLength) && bytes.EqualFold(line[:len(headerContentLength)], headerContentLength) {
 			if length, err = strconv.Atoi(string(bytes.TrimSpace(line[len(headerContentLength):]))); err != nil {
-				return 0, fmt.Errorf("load: bad Content-Length %q", line)
+				return 0, nil, fmt.Errorf("load: bad Content-Length %q", line)
 			}
 		}
 	}
 	if length < 0 {
-		return 0, errors.New("load: answer without Content-Length")
+		return 0, nil, errors.New("load: answer without Content-Length")
+	}
+	var body []byte
+	if length <= br.Size() {
+		if body, err = br.Peek(length); err != nil {
+			return 0, nil, err
+		}
 	}
 	if _, err := br.Discard(length); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return status, nil
+	return status, body, nil
 }
