@@ -1,0 +1,240 @@
+// Package flashbench measures the backend's flash path as a whole process on this machine,
+// each figure beside its baseline in the same run: reservations that all win against the
+// seed's "Solution 1" run by pgbench (allwin.go), and a flash sale of new customers selling
+// out (sale.go). It starts the backend command against a database created for the run, with
+// its own Redis key prefix and NATS subject prefix, and removes all three afterwards.
+package flashbench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+
+	"vouchergate/shared/events"
+)
+
+// Servers are the shared servers the backend and the baselines use, all on 127.0.0.1.
+type Servers struct {
+	PostgresURL string // a database to connect to for CREATE DATABASE, such as .../postgres
+	RedisURL    string
+	NATSURL     string
+}
+
+// DefaultServers are this machine's: what `make services` starts.
+var DefaultServers = Servers{
+	PostgresURL: "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",
+	RedisURL:    "redis://127.0.0.1:6379/0",
+	NATSURL:     "nats://127.0.0.1:4222",
+}
+
+// Backend is a backend command started for a benchmark. Close stops it and removes its data.
+type Backend struct {
+	Addr  string // 127.0.0.1:port
+	PID   int
+	Token string // the admin token
+
+	servers    Servers
+	db         string // its database
+	redisPfx   string
+	natsPfx    string
+	dir        string // the built binary and the log
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	http       *http.Client
+	redis      *redis.Client
+	closedOnce bool
+}
+
+// name returns lead followed by random hex, safe as a database name, key prefix and subject token.
+func name(lead string) string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	return lead + hex.EncodeToString(b)
+}
+
+// StartBackend builds the backend command (unless binary names one), creates a database for
+// it, starts it on a free 127.0.0.1 port and waits until /healthz answers. The backend's
+// periodic jobs are off, so that only reservations are measured; everything else is the
+// default of configs/backend.yaml.
+func StartBackend(ctx context.Context, srv Servers, binary string) (b *Backend, err error) {
+	b = &Backend{servers: srv, Token: name("bench-"), redisPfx: name("vgbench") + ":", natsPfx: name("vgbench"),
+		exited: make(chan struct{}), http: &http.Client{Timeout: 30 * time.Second}}
+	defer func() {
+		if err != nil {
+			_ = b.Close()
+		}
+	}()
+	if b.dir, err = os.MkdirTemp("", "vg-flashbench-"); err != nil {
+		return b, err
+	}
+	if binary == "" {
+		binary = filepath.Join(b.dir, "backend")
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", binary, "vouchergate/backend").CombinedOutput()
+		if err != nil {
+			return b, fmt.Errorf("go build vouchergate/backend: %w\n%s", err, out)
+		}
+	}
+	opts, err := redis.ParseURL(srv.RedisURL)
+	if err != nil {
+		return b, fmt.Errorf("redis URL %s: %w", srv.RedisURL, err)
+	}
+	b.redis = redis.NewClient(opts)
+	b.db = name("vgbench_")
+	dbURL, err := createDatabase(ctx, srv.PostgresURL, b.db)
+	if err != nil {
+		return b, err
+	}
+	if b.Addr, err = freeAddr(); err != nil {
+		return b, err
+	}
+	logf, err := os.Create(filepath.Join(b.dir, "backend.log"))
+	if err != nil {
+		return b, err
+	}
+	defer logf.Close()
+	b.cmd = exec.Command(binary)
+	b.cmd.Env = append(environWithoutVG(),
+		"VG_BACKEND_ADDR="+b.Addr, "VG_DATABASE_URL="+dbURL, "VG_REDIS_URL="+srv.RedisURL,
+		"VG_REDIS_PREFIX="+b.redisPfx, "VG_NATS_URL="+srv.NATSURL, "VG_NATS_PREFIX="+b.natsPfx,
+		"VG_ADMIN_TOKEN="+b.Token, "VG_EXPIRE_EVERY=0", "VG_RECONCILE_EVERY=0", "VG_WARMUP_EVERY=0")
+	b.cmd.Stdout, b.cmd.Stderr = logf, logf
+	if err := b.cmd.Start(); err != nil {
+		return b, fmt.Errorf("start %s: %w", binary, err)
+	}
+	b.PID = b.cmd.Process.Pid
+	go func() { _ = b.cmd.Wait(); close(b.exited) }()
+	return b, b.waitHealthy(ctx, 30*time.Second)
+}
+
+// environWithoutVG is this process's environment less every VG_ setting (the Makefile exports
+// some), so the backend runs with the benchmark's settings and the defaults alone.
+func environWithoutVG() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "VG_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func (b *Backend) waitHealthy(ctx context.Context, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+b.Addr+"/healthz", nil)
+		if resp, err := b.http.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		select {
+		case <-b.exited:
+			return fmt.Errorf("the backend exited at start:\n%s", b.LogTail(2000))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the backend did not answer /healthz on %s within %v:\n%s", b.Addr, within, b.LogTail(2000))
+		}
+	}
+}
+
+// LogTail returns the last n bytes of the backend's output.
+func (b *Backend) LogTail(n int) string {
+	out, _ := os.ReadFile(filepath.Join(b.dir, "backend.log"))
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return string(out)
+}
+
+// Close stops the backend (SIGTERM to its PID, SIGKILL after 10 s), then drops its database
+// and removes its Redis keys, its NATS bucket and its files.
+func (b *Backend) Close() error {
+	if b.closedOnce {
+		return nil
+	}
+	b.closedOnce = true
+	var errs []error
+	if b.cmd != nil && b.cmd.Process != nil {
+		_ = b.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-b.exited:
+		case <-time.After(10 * time.Second):
+			_ = b.cmd.Process.Kill()
+			<-b.exited
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if b.db != "" {
+		errs = append(errs, dropDatabase(ctx, b.servers.PostgresURL, b.db))
+	}
+	if b.redis != nil {
+		errs = append(errs, deleteKeys(ctx, b.redis, b.redisPfx))
+		_ = b.redis.Close()
+	}
+	if b.natsPfx != "" {
+		deleteBucket(ctx, b.servers.NATSURL, events.Names{Prefix: b.natsPfx}.StateBucket())
+	}
+	if b.dir != "" {
+		errs = append(errs, os.RemoveAll(b.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// deleteKeys removes every key under prefix.
+func deleteKeys(ctx context.Context, rdb *redis.Client, prefix string) error {
+	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		if batch = append(batch, iter.Val()); len(batch) == 500 {
+			if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
+			return err
+		}
+	}
+	return iter.Err()
+}
+
+func deleteBucket(ctx context.Context, url, bucket string) {
+	nc, err := nats.Connect(url, nats.Timeout(time.Second))
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	if js, err := jetstream.New(nc); err == nil {
+		_ = js.DeleteKeyValue(ctx, bucket)
+	}
+}
