@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"vouchergate/loadtest/flashbench"
+)
+
+// systemFlags are the flags of the subcommands that start a backend.
+func systemFlags(fs *flag.FlagSet) (*flashbench.Servers, *string) {
+	srv := flashbench.DefaultServers
+	fs.StringVar(&srv.PostgresURL, "postgres", srv.PostgresURL, "PostgreSQL to create the run's databases on")
+	fs.StringVar(&srv.RedisURL, "redis", srv.RedisURL, "Redis for the backend (keys under a prefix of the run's)")
+	fs.StringVar(&srv.NATSURL, "nats", srv.NATSURL, "NATS for the backend (subjects under a prefix of the run's)")
+	binary := fs.String("backend", "", "a built backend command; empty: go build ./backend into a temporary folder")
+	return &srv, binary
+}
+
+// machine says how busy the machine was, which moves the figures more than the code does.
+func machine(before string, began time.Time) {
+	fmt.Printf("machine load average (1 min) before and after: %s, %s on %d CPUs; the run took %v\n",
+		before, loadAverage(), runtime.NumCPU(), time.Since(began).Round(time.Second))
+}
+
+func runAllWin(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("allwin", flag.ExitOnError)
+	srv, binary := systemFlags(fs)
+	s := flashbench.AllWinSettings{}
+	fs.IntVar(&s.Rounds, "rounds", 5, "rounds per side, alternating")
+	fs.DurationVar(&s.Duration, "duration", 3*time.Second, "measured time per round and side (whole seconds)")
+	fs.DurationVar(&s.Warmup, "warmup", 500*time.Millisecond, "unmeasured start of each backend round")
+	fs.IntVar(&s.Conns, "conns", 50, "connections to the backend, one request in flight on each")
+	fs.IntVar(&s.PgClients, "pgclients", 32, "pgbench clients (-c)")
+	fs.IntVar(&s.PgThreads, "pgthreads", 2, "pgbench threads (-j)")
+	_ = fs.Parse(args)
+	before, began := loadAverage(), time.Now()
+
+	b, err := flashbench.StartBackend(ctx, *srv, *binary)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	s1, err := flashbench.StartSolution1(ctx, *srv, s.PgClients, s.PgThreads)
+	if err != nil {
+		return err
+	}
+	defer s1.Close()
+	r, err := flashbench.RunAllWin(ctx, b, s1, s)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "backend output:\n%s\n", b.LogTail(3000))
+		return err
+	}
+	r.Print(os.Stdout)
+	machine(before, began)
+	return nil
+}
+
+func runSale(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("sale", flag.ExitOnError)
+	srv, binary := systemFlags(fs)
+	s := flashbench.SaleSettings{}
+	fs.IntVar(&s.Rounds, "rounds", 3, "sales of each kind, each on a new voucher")
+	fs.IntVar(&s.Uses, "uses", 10000, "each voucher's total limit (1 per customer)")
+	fs.IntVar(&s.Conns, "conns", 200, "concurrent clients")
+	fs.DurationVar(&s.Tail, "tail", time.Second, "how long the clients go on after the sell-out")
+	fs.DurationVar(&s.Limit, "limit", 30*time.Second, "bound on one sale")
+	fs.BoolVar(&s.Baseline, "baseline", true, "run the same sale on a normal (flashSale=false) voucher beside each flash sale")
+	_ = fs.Parse(args)
+	before, began := loadAverage(), time.Now()
+
+	b, err := flashbench.StartBackend(ctx, *srv, *binary)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	r, err := flashbench.RunSales(ctx, b, s)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "backend output:\n%s\n", b.LogTail(3000))
+		return err
+	}
+	r.Print(os.Stdout)
+	machine(before, began)
+	return nil
+}
