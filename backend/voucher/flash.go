@@ -114,12 +114,11 @@ func (s *Service) awaitFirstAttempt(ctx context.Context, h Hold, first Holder, u
 // the write's deadline (its server-side limit ends sooner) twice over.
 func (s *Service) staleAfter() time.Duration { return 2 * s.cfg.DBTimeout }
 
-// writeWinner writes the redemption of an order the gate admitted, and gives the use back to
-// the gate when, and only when, the database certainly did not take it.
+// writeWinner writes the redemption of an order the gate admitted, in its voucher's next batch
+// (writer.go), and gives the use back to the gate when, and only when, the database certainly
+// did not take it.
 func (s *Service) writeWinner(ctx context.Context, v Voucher, h Hold, holder Holder) (Redemption, error) {
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.DBTimeout)
-	defer cancel()
-	r, err := s.store.Reserve(wctx, h, h.ReservedAt)
+	r, err := s.writerFor(v.Code).write(ctx, h)
 	switch {
 	case err == nil:
 		return r, nil

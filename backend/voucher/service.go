@@ -28,6 +28,7 @@ type Service struct {
 
 	vouchers sync.Map // code -> Voucher; vouchers never change once created
 	loads    singleflight.Group
+	writers  sync.Map // code -> *writer, one per flash voucher written by this process
 }
 
 // NewService returns a service over store and gate, telling notify about sold-out state.

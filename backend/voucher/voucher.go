@@ -53,6 +53,12 @@ type Hold struct {
 	ExpiresAt      time.Time
 }
 
+// Written is one hold's outcome in a batch: its redemption, or why it was not written.
+type Written struct {
+	Redemption Redemption
+	Err        error
+}
+
 // Lookup is what a normal reservation reads before it takes a use: the order's redemption,
 // if any, and whether the voucher has no use left.
 type Lookup struct {

@@ -1,0 +1,116 @@
+package voucher
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// maxBatch bounds how many winners one transaction writes: enough to carry a flash sale past
+// the hot row's rate many times over, small enough that one batch stays a few milliseconds.
+const maxBatch = 256
+
+// writer owns one flash voucher's database writes in this process (group commit). Winners
+// queue their holds and wait for their own outcome; while a batch commits the next winners
+// gather, and when it commits all that gathered (up to maxBatch) go next as one transaction.
+// There is no timer: a lone winner is written at once, and batches grow with the load.
+// Writers of other backends serialize with this one on the voucher's row lock.
+type writer struct {
+	s    *Service
+	code string
+
+	mu      sync.Mutex
+	queue   []*pendingWrite
+	running bool // a goroutine is writing; it exits when the queue is empty
+}
+
+// pendingWrite is a winner's hold waiting in the queue, and where its outcome goes.
+type pendingWrite struct {
+	ctx  context.Context // the request's; a hold whose request gave up before it is sent is not sent
+	hold Hold
+	done chan Written
+}
+
+// writerFor returns the voucher's writer, making it on first use.
+func (s *Service) writerFor(code string) *writer {
+	if w, ok := s.writers.Load(code); ok {
+		return w.(*writer)
+	}
+	w, _ := s.writers.LoadOrStore(code, &writer{s: s, code: code})
+	return w.(*writer)
+}
+
+// write queues h and waits for its outcome, with Store.Reserve's answers: the redemption, a
+// refusal (ErrNotEligible, ErrOutOfStock, ErrAlreadyUsed, ErrOrderExists, ErrVoucherNotFound),
+// a failure wrapping ErrNotWritten, or a failure whose outcome is unknown. It does not return
+// before the outcome is known or unknowable: the writer's own deadline bounds the wait.
+func (w *writer) write(ctx context.Context, h Hold) (Redemption, error) {
+	p := &pendingWrite{ctx: ctx, hold: h, done: make(chan Written, 1)}
+	w.mu.Lock()
+	w.queue = append(w.queue, p)
+	if !w.running {
+		w.running = true
+		go w.run()
+	}
+	w.mu.Unlock()
+	out := <-p.done
+	return out.Redemption, out.Err
+}
+
+// run writes batches until the queue is empty.
+func (w *writer) run() {
+	for {
+		w.mu.Lock()
+		n := min(len(w.queue), maxBatch)
+		if n == 0 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		batch := w.queue[:n:n]
+		w.queue = w.queue[n:]
+		if len(w.queue) == 0 {
+			w.queue = nil // let the batch's backing array go
+		}
+		w.mu.Unlock()
+		w.commit(batch)
+	}
+}
+
+// commit writes one batch and answers each of its winners. A hold is sent only while its write
+// can still end before staleAfter (counted from its reservation, as a retry counts it), so a
+// retry that finds the hold stale can give it back: a hold that waited too long is answered
+// ErrNotWritten, and the batch's deadline ends by the earliest hold's cutoff.
+func (w *writer) commit(batch []*pendingWrite) {
+	now := w.s.cfg.Clock.Now()
+	budget := w.s.cfg.DBTimeout
+	holds := make([]Hold, 0, len(batch))
+	send := batch[:0:0]
+	for _, p := range batch {
+		sendBy := p.hold.ReservedAt.Truncate(time.Millisecond).Add(w.s.cfg.DBTimeout)
+		switch {
+		case p.ctx.Err() != nil:
+			p.done <- Written{Err: fmt.Errorf("reserve %s: request ended before its write was sent: %w: %w", w.code, ErrNotWritten, p.ctx.Err())}
+		case !now.Before(sendBy):
+			p.done <- Written{Err: fmt.Errorf("reserve %s: hold waited %v to be written: %w", w.code, now.Sub(p.hold.ReservedAt), ErrNotWritten)}
+		default:
+			budget = min(budget, sendBy.Add(w.s.cfg.DBTimeout).Sub(now))
+			holds = append(holds, p.hold)
+			send = append(send, p)
+		}
+	}
+	if len(send) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	out, err := w.s.store.ReserveMany(ctx, w.code, holds)
+	for i, p := range send {
+		if err != nil {
+			p.done <- Written{Err: err}
+			continue
+		}
+		p.done <- out[i]
+	}
+}
