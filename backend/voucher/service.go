@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -29,6 +30,7 @@ type Service struct {
 	vouchers sync.Map // code -> Voucher; vouchers never change once created
 	loads    singleflight.Group
 	writers  sync.Map // code -> *writer, one per flash voucher written by this process
+	written  batchCounts
 }
 
 // NewService returns a service over store and gate, telling notify about sold-out state.
@@ -49,6 +51,15 @@ func NewService(store Store, gate Gate, notify Notifier, cfg Config) *Service {
 		cfg.Log = slog.Default()
 	}
 	return &Service{store: store, gate: gate, notify: notify, cfg: cfg}
+}
+
+// batchCounts counts the flash writers' transactions and the holds they carried.
+type batchCounts struct{ batches, holds atomic.Int64 }
+
+// WriteBatches returns how many batches this process's flash writers sent to the database and
+// how many holds they carried: holds/batches is the mean batch size.
+func (s *Service) WriteBatches() (batches, holds int64) {
+	return s.written.batches.Load(), s.written.holds.Load()
 }
 
 // voucher returns the voucher from the cache, reading it from the store once.

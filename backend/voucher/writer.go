@@ -105,6 +105,8 @@ func (w *writer) commit(batch []*pendingWrite) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
+	w.s.written.batches.Add(1)
+	w.s.written.holds.Add(int64(len(holds)))
 	out, err := w.s.store.ReserveMany(ctx, w.code, holds)
 	for i, p := range send {
 		if err != nil {
