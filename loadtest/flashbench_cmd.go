@@ -56,6 +56,7 @@ func runAllWin(ctx context.Context, args []string) error {
 		return err
 	}
 	r.Print(os.Stdout)
+	fmt.Println(b.LogSummary())
 	machine(before, began)
 	return nil
 }
@@ -68,7 +69,7 @@ func runSale(ctx context.Context, args []string) error {
 	fs.IntVar(&s.Uses, "uses", 10000, "each voucher's total limit (1 per customer)")
 	fs.IntVar(&s.Conns, "conns", 200, "concurrent clients")
 	fs.DurationVar(&s.Tail, "tail", time.Second, "how long the clients go on after the sell-out")
-	fs.DurationVar(&s.Limit, "limit", 30*time.Second, "bound on one sale")
+	fs.DurationVar(&s.Limit, "limit", 20*time.Second, "bound on one sale")
 	fs.BoolVar(&s.Baseline, "baseline", true, "run the same sale on a normal (flashSale=false) voucher beside each flash sale")
 	_ = fs.Parse(args)
 	before, began := loadAverage(), time.Now()
@@ -84,6 +85,7 @@ func runSale(ctx context.Context, args []string) error {
 		return err
 	}
 	r.Print(os.Stdout)
+	fmt.Println(b.LogSummary())
 	machine(before, began)
 	return nil
 }

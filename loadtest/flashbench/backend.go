@@ -173,6 +173,42 @@ func (b *Backend) LogTail(n int) string {
 	return string(out)
 }
 
+// LogSummary counts the warnings and errors the backend logged and quotes the first of each
+// distinct message (up to a few), or says there were none.
+func (b *Backend) LogSummary() string {
+	out, _ := os.ReadFile(filepath.Join(b.dir, "backend.log"))
+	counts := map[string]int{}
+	var order []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.Contains(line, "level=WARN") && !strings.Contains(line, "level=ERROR") {
+			continue
+		}
+		msg := line
+		if _, after, ok := strings.Cut(line, " msg="); ok {
+			msg = after
+			if i := strings.Index(msg, " code="); i > 0 {
+				msg = msg[:i]
+			}
+		}
+		if counts[msg]++; counts[msg] == 1 {
+			order = append(order, msg)
+		}
+	}
+	if len(order) == 0 {
+		return "backend log: no warnings or errors"
+	}
+	var b2 strings.Builder
+	b2.WriteString("backend log:")
+	for i, msg := range order {
+		if i == 5 {
+			fmt.Fprintf(&b2, " and %d more kinds", len(order)-5)
+			break
+		}
+		fmt.Fprintf(&b2, " %d× %s;", counts[msg], msg)
+	}
+	return b2.String()
+}
+
 // Close stops the backend (SIGTERM to its PID, SIGKILL after 10 s), then drops its database
 // and removes its Redis keys, its NATS bucket and its files.
 func (b *Backend) Close() error {

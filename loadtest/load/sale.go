@@ -34,6 +34,7 @@ type SaleResult struct {
 	OutOfStock int64         // 409 answers naming OUT_OF_STOCK
 	SoldOut    time.Duration // when the Uses-th 201 arrived; 0 if fewer were granted
 	Elapsed    time.Duration // when the last client stopped
+	Limited    bool          // the clients stopped at the Limit, before a sell-out ended the sale
 	Won        Histogram     // latency of the 201 answers
 	During     Histogram     // latency of every request sent before the sell-out
 	After      Histogram     // latency of every request sent after it
@@ -195,6 +196,7 @@ func (sl *sale) result(logs [][]sent) SaleResult {
 		}
 	}
 	r.Errors = sl.errs.Load()
+	r.Limited = sl.stopAt.Load() == 0
 	r.Elapsed = last - first
 	return r
 }

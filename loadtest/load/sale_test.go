@@ -62,7 +62,7 @@ func TestSaleMeasuresTheSellOutAndStopsAfterItsTail(t *testing.T) {
 	if r.Granted() != 500 || r.Statuses[409] != r.OutOfStock || r.Requests != 500+r.OutOfStock || r.Errors != 0 {
 		t.Fatalf("result %+v", r)
 	}
-	if r.SoldOut <= 0 || r.SoldOut > r.Elapsed || r.Won.Count() != 500 {
+	if r.SoldOut <= 0 || r.SoldOut > r.Elapsed || r.Won.Count() != 500 || r.Limited {
 		t.Fatalf("sold out at %v of %v, %d winners' latencies", r.SoldOut, r.Elapsed, r.Won.Count())
 	}
 	if r.During.Count() < 500 || r.After.Count() == 0 || r.During.Count()+r.After.Count() != r.Requests {
@@ -77,7 +77,7 @@ func TestSaleThatNeverSellsOutEndsAtItsLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.SoldOut != 0 || r.Granted() == 0 || r.After.Count() != 0 || r.Elapsed > time.Second {
+	if r.SoldOut != 0 || r.Granted() == 0 || r.After.Count() != 0 || r.Elapsed > time.Second || !r.Limited {
 		t.Fatalf("result %+v", r)
 	}
 }
