@@ -58,7 +58,7 @@ func decodeReserve(body []byte) (wire.ReserveRequest, error) {
 	if err := decodeJSON(body, &req); err != nil {
 		return req, err
 	}
-	if err := wire.CheckID("customerId", req.CustomerID, wire.MaxCustomerLen); err != nil {
+	if err := wire.CheckID("customerId", string(req.CustomerID), wire.MaxCustomerLen); err != nil {
 		return req, err
 	}
 	if err := wire.CheckID("orderId", req.OrderID, wire.MaxOrderIDLen); err != nil {

@@ -27,7 +27,7 @@ func FuzzDecodeReserve(f *testing.F) {
 			}
 			return
 		}
-		if wire.CheckID("customerId", req.CustomerID, wire.MaxCustomerLen) != nil ||
+		if wire.CheckID("customerId", string(req.CustomerID), wire.MaxCustomerLen) != nil ||
 			wire.CheckID("orderId", req.OrderID, wire.MaxOrderIDLen) != nil ||
 			req.OrderAmount == nil || *req.OrderAmount < 0 {
 			t.Fatalf("accepted an invalid reservation %+v from %q", req, body)

@@ -17,7 +17,7 @@ func (s *Server) reserve(ctx *fasthttp.RequestCtx, code string) {
 	c, cancel := s.context()
 	defer cancel()
 	r, err := s.vouchers.Reserve(c, voucher.Request{
-		Code: code, CustomerID: req.CustomerID, OrderID: req.OrderID, OrderAmount: *req.OrderAmount,
+		Code: code, CustomerID: string(req.CustomerID), OrderID: req.OrderID, OrderAmount: *req.OrderAmount,
 	})
 	if err != nil {
 		s.respondOutcome(ctx, err)

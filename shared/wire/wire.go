@@ -4,9 +4,9 @@ package wire
 
 // ReserveRequest is the body of POST /vouchers/{code}/reservations.
 type ReserveRequest struct {
-	CustomerID  string `json:"customerId"`
-	OrderID     string `json:"orderId"`
-	OrderAmount *int64 `json:"orderAmount"` // a pointer so that a missing amount is told apart from 0
+	CustomerID  CustomerID `json:"customerId"` // a JSON integer or string; see CustomerID
+	OrderID     string     `json:"orderId"`
+	OrderAmount *int64     `json:"orderAmount"` // a pointer so that a missing amount is told apart from 0
 }
 
 // ReserveResponse is the body of a 201 to a reservation, and of every retry of it.
