@@ -26,9 +26,14 @@ func TestBadInput(t *testing.T) {
 		{"array", "POST", "/vouchers/BAD/reservations", `[1,2]`, 400, wire.CodeBadRequest, "object"},
 		{"truncated", "POST", "/vouchers/BAD/reservations", `{"customerId":"a"`, 400, wire.CodeBadRequest, "JSON"},
 		{"trailing data", "POST", "/vouchers/BAD/reservations", `{"customerId":"a","orderId":"o","orderAmount":1} {}`, 400, wire.CodeBadRequest, "after"},
+		{"trailing ]", "POST", "/vouchers/BAD/reservations", `{"customerId":"a","orderId":"o","orderAmount":1}]`, 400, wire.CodeBadRequest, "data after the JSON object"},
+		{"trailing }", "POST", "/vouchers/BAD/reservations", `{"customerId":"a","orderId":"o","orderAmount":1}}`, 400, wire.CodeBadRequest, "data after the JSON object"},
+		{"trailing word", "POST", "/vouchers/BAD/reservations", `{"customerId":"a","orderId":"o","orderAmount":1} x`, 400, wire.CodeBadRequest, "data after the JSON object"},
+		{"trailing NUL", "POST", "/vouchers/BAD/reservations", "{\"customerId\":\"a\",\"orderId\":\"o\",\"orderAmount\":1}\x00", 400, wire.CodeBadRequest, "data after the JSON object"},
 		// A number is a customerId: these reach the voucher lookup, which finds no NOPE.
 		{"customerId a number", "POST", "/vouchers/NOPE/reservations", `{"customerId":7,"orderId":"o","orderAmount":1}`, 404, wire.CodeVoucherNotFound, "not found"},
 		{"customerId the largest BIGINT", "POST", "/vouchers/NOPE/reservations", `{"customerId":9223372036854775807,"orderId":"o","orderAmount":1}`, 404, wire.CodeVoucherNotFound, "not found"},
+		{"white space after the object", "POST", "/vouchers/NOPE/reservations", "{\"customerId\":0,\"orderId\":\"o\",\"orderAmount\":1} \r\n\t", 404, wire.CodeVoucherNotFound, "not found"},
 		{"customerId a fraction", "POST", "/vouchers/BAD/reservations", `{"customerId":4.2,"orderId":"o","orderAmount":1}`, 400, wire.CodeBadRequest, "customerId 4.2 is not a whole number; expected a JSON integer from 0 to 9223372036854775807, or a string"},
 		{"customerId a whole fraction", "POST", "/vouchers/BAD/reservations", `{"customerId":42.0,"orderId":"o","orderAmount":1}`, 400, wire.CodeBadRequest, "customerId 42.0 is not a whole number; expected a JSON integer from 0 to 9223372036854775807, or a string"},
 		{"customerId with an exponent", "POST", "/vouchers/BAD/reservations", `{"customerId":1e3,"orderId":"o","orderAmount":1}`, 400, wire.CodeBadRequest, "customerId 1e3 has an exponent; expected a JSON integer from 0 to 9223372036854775807, or a string"},
@@ -68,6 +73,7 @@ func TestBadInput(t *testing.T) {
 		{"create with a negative discount", "POST", "/admin/vouchers", `{"code":"X","discountAmount":-1,"totalLimit":1,"startsAt":"2026-01-01T00:00:00Z","endsAt":"2027-01-01T00:00:00Z"}`, 400, wire.CodeBadRequest, "discountAmount"},
 		{"create with perUserLimit 0", "POST", "/admin/vouchers", `{"code":"X","discountAmount":1,"totalLimit":1,"perUserLimit":0,"startsAt":"2026-01-01T00:00:00Z","endsAt":"2027-01-01T00:00:00Z"}`, 400, wire.CodeBadRequest, "perUserLimit"},
 		{"create without totalLimit", "POST", "/admin/vouchers", `{"code":"X","discountAmount":1,"startsAt":"2026-01-01T00:00:00Z","endsAt":"2027-01-01T00:00:00Z"}`, 400, wire.CodeBadRequest, "totalLimit"},
+		{"create with data after it", "POST", "/admin/vouchers", `{"code":"X","discountAmount":1,"totalLimit":1,"startsAt":"2026-01-01T00:00:00Z","endsAt":"2027-01-01T00:00:00Z"}]`, 400, wire.CodeBadRequest, "data after the JSON object"},
 		{"create an existing voucher", "POST", "/admin/vouchers", `{"code":"BAD","discountAmount":1,"totalLimit":1,"startsAt":"2026-01-01T00:00:00Z","endsAt":"2027-01-01T00:00:00Z"}`, 409, wire.CodeVoucherExists, "exists"},
 	}
 	for _, c := range cases {

@@ -32,8 +32,11 @@ func decodeJSON(body []byte, dst any) error {
 		}
 		return fmt.Errorf("body is not valid: %v", err)
 	}
-	if dec.More() {
-		return errors.New("body has data after the JSON object")
+	// Only JSON white space may follow: dec.More() would take a stray ']' or '}' for the end.
+	for _, c := range body[dec.InputOffset():] {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return errors.New("body has data after the JSON object")
+		}
 	}
 	return nil
 }
