@@ -16,6 +16,21 @@ func TestExtract(t *testing.T) {
 	}{
 		{"plain", `{"customerId":"c1","orderId":"o-1","orderAmount":123}`, "o-1"},
 		{"first key", `{"orderId":"A","customerId":"c"}`, "A"},
+		// The seed's clients send customerId as a number: it is a value to skip like any other.
+		{"numeric customerId", `{"customerId":42,"orderId":"o-1","orderAmount":123}`, "o-1"},
+		{"numeric customerId after", `{"orderId":"o-1","customerId":9223372036854775807}`, "o-1"},
+		{"numeric customerId last", `{"orderAmount":0,"orderId":"o-1","customerId":0}`, "o-1"},
+		// The backend refuses these customerIds (400), but reads the same orderId: the edge may
+		// answer a sold-out voucher's new order 409 as for any other bad body.
+		{"customerId beyond 64 bits", `{"customerId":18446744073709551616,"orderId":"o-1"}`, "o-1"},
+		{"customerId a fraction", `{"customerId":-4.2e-3,"orderId":"o-1"}`, "o-1"},
+		{"customerId with a leading zero", `{"customerId":042,"orderId":"o-1"}`, ""},
+		{"customerId with a plus", `{"customerId":+42,"orderId":"o-1"}`, ""},
+		{"customerId a bare minus", `{"customerId":-,"orderId":"o-1"}`, ""},
+		{"customerId a bare fraction", `{"customerId":4.,"orderId":"o-1"}`, ""},
+		{"customerId a bare exponent", `{"customerId":4e,"orderId":"o-1"}`, ""},
+		{"trailing ]", `{"customerId":42,"orderId":"o-1"}]`, ""},
+		{"trailing }", `{"customerId":42,"orderId":"o-1"}}`, ""},
 		{"spaces", " \n{ \"orderId\" :\t\"o 2\" , \"x\":1 }\r\n", "o 2"},
 		{"nested values skipped", `{"a":{"orderId":"inner","b":[1,2.5e-3,{"c":null}]},"orderId":"outer","t":true,"f":false}`, "outer"},
 		{"escaped value", `{"orderId":"a\"b\\c\u00e9\ud83d\ude00"}`, "a\"b\\cé😀"},
@@ -73,6 +88,7 @@ func TestExtractDoesNotAllocate(t *testing.T) {
 		`{"customerId":"c1","orderId":"order-123456","orderAmount":123}`,
 		`{"customerId":"c1","orderId":"order-\u00e9","orderAmount":123}`,
 		`{"customerId":"c1","orderAmount":123}`,
+		`{"customerId":9223372036854775807,"orderId":"order-123456","orderAmount":123}`,
 	} {
 		b := []byte(body)
 		var buf Buffer
@@ -108,6 +124,9 @@ func FuzzExtract(f *testing.F) {
 		`{"orderid":"a"}`,
 		`{"orderId":"a\ud800\ud800b"}`,
 		`{"n":-0.5E+7,"orderId":"x"}`,
+		`{"customerId":42,"orderId":"o-1","orderAmount":123}`,
+		`{"customerId":042,"orderId":"o-1"}`,
+		`{"customerId":1,"orderId":"o-1"}]`,
 	} {
 		f.Add([]byte(s))
 	}
