@@ -50,13 +50,14 @@ const writeBatchSQL = `WITH ins AS (
 //
 // An error concerns the whole batch: ErrVoucherNotFound, or a failure that wraps
 // ErrNotWritten when nothing can have been committed (anything before COMMIT was sent, or a
-// COMMIT the server refused); otherwise every hold's outcome is unknown. Should the insert
-// itself be refused (a guard caught what the decision missed), the holds are written one by
-// one through Reserve, whose answers they then get.
+// COMMIT the server refused); otherwise every hold's outcome is unknown. Should the server
+// refuse a batch of several holds whole (a guard caught what the decision missed), the holds
+// are written one by one through Reserve, whose answers they then get; a lone hold's refusal
+// is its own, answered as Reserve would answer it.
 func (s *Store) ReserveMany(ctx context.Context, code string, holds []voucher.Hold) ([]voucher.Written, error) {
 	out, err := s.reserveBatch(ctx, code, holds)
 	var pg *pgconn.PgError
-	if errors.As(err, &pg) && pg.Code != queryCanceled {
+	if len(holds) > 1 && errors.As(err, &pg) && pg.Code != queryCanceled {
 		return s.reserveOneByOne(ctx, holds, err)
 	}
 	return out, err
