@@ -2,16 +2,20 @@ package testkit
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"net"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
 )
 
-// CutProxy forwards TCP connections on 127.0.0.1 to a server and, once armed, cuts the
-// connection that sends a given byte pattern when the server answers it, so the answer never
-// comes back. Pointed at PostgreSQL and armed with "commit", it leaves a client
-// not knowing whether its transaction committed (the server did commit it).
+// CutProxy forwards TCP connections on 127.0.0.1 to PostgreSQL and, once armed, cuts the
+// connection that sends a given byte pattern once the server has answered it in full, so the
+// answer never comes back. Armed with "commit", it leaves a client not knowing whether its
+// transaction committed (the server did commit it). A client must send its statements' text
+// each time for the pattern to be seen: pgx's default_query_exec_mode=exec in its URL.
 type CutProxy struct {
 	Addr   string // host:port to dial instead of the server
 	target string
@@ -35,6 +39,20 @@ func StartCutProxy(t testing.TB, target string) *CutProxy {
 	go p.accept()
 	t.Cleanup(p.close)
 	return p
+}
+
+// URL is dbURL (a database on the proxied server) reached through the proxy, with pgx sending
+// every statement's text (default_query_exec_mode=exec) so that patterns can be seen.
+func (p *CutProxy) URL(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		panic(fmt.Sprintf("testkit: cut proxy: %v", err))
+	}
+	u.Host = p.Addr
+	q := u.Query()
+	q.Set("default_query_exec_mode", "exec")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // CutOnce arms the proxy: the next message from a client that contains pattern reaches the
@@ -102,22 +120,27 @@ func (p *CutProxy) forward(client, server net.Conn, cut *atomic.Bool) {
 	}
 }
 
-// answer copies the server's bytes to the client until the connection is cut: the server's first
-// answer after that, sent once it has run what it was sent (a COMMIT, or a pipeline up to its
-// Sync), is dropped with the client's connection, and Settled is closed.
+// answer copies the server's bytes to the client until the connection is cut. From then on it
+// reads the server's answer to the cut message without passing it on, and once that answer is
+// complete (PostgreSQL's ReadyForQuery: COMMIT done, or a pipeline run up to its Sync) it drops
+// the client's connection and closes Settled.
 func (p *CutProxy) answer(client, server net.Conn, cut *atomic.Bool) {
 	defer client.Close()
 	buf := make([]byte, 64<<10)
+	var dropped []byte
 	for {
 		n, err := server.Read(buf)
-		if n > 0 && cut.Load() {
-			client.Close()
-			p.mu.Lock()
-			close(p.settled)
-			p.mu.Unlock()
-			return
-		}
-		if n > 0 {
+		switch {
+		case n > 0 && cut.Load():
+			dropped = append(dropped, buf[:n]...)
+			if readyForQuery(dropped) {
+				client.Close()
+				p.mu.Lock()
+				close(p.settled)
+				p.mu.Unlock()
+				return
+			}
+		case n > 0:
 			if _, werr := client.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -126,6 +149,22 @@ func (p *CutProxy) answer(client, server net.Conn, cut *atomic.Bool) {
 			return
 		}
 	}
+}
+
+// readyForQuery reports whether stream, PostgreSQL backend messages from a message boundary,
+// holds a complete ReadyForQuery ('Z').
+func readyForQuery(stream []byte) bool {
+	for len(stream) >= 5 {
+		size := int(binary.BigEndian.Uint32(stream[1:5]))
+		if len(stream) < 1+size {
+			return false
+		}
+		if stream[0] == 'Z' {
+			return true
+		}
+		stream = stream[1+size:]
+	}
+	return false
 }
 
 func (p *CutProxy) armedFor(data []byte) bool {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"vouchergate/backend/voucher"
 )
@@ -63,6 +64,10 @@ func (s *Store) ReserveMany(ctx context.Context, code string, holds []voucher.Ho
 	return out, err
 }
 
+// reserveBatch is one batch in two round trips: BEGIN and the reads under the row lock, then
+// the write with COMMIT. A failure before the second is sent leaves the transaction open on
+// the connection, which the pool then closes: nothing is written. In the second, the server
+// skips COMMIT after a refused write, so only a failure to hear back is an unknown outcome.
 func (s *Store) reserveBatch(ctx context.Context, code string, holds []voucher.Hold) ([]voucher.Written, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -72,29 +77,23 @@ func (s *Store) reserveBatch(ctx context.Context, code string, holds []voucher.H
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < minWriteTime {
 		return nil, notWritten(context.DeadlineExceeded, "reserve %d in %s: %v left to write", len(holds), code, time.Until(deadline))
 	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return nil, notWritten(err, "reserve %d in %s: begin", len(holds), code)
-	}
-	defer tx.Rollback(context.Background()) //nolint:errcheck // a no-op once committed
-
-	v, taken, slots, err := readForBatch(ctx, tx, code, holds)
+	v, taken, slots, err := readForBatch(ctx, conn, code, holds)
 	if err != nil {
 		return nil, err
 	}
 	out, rows := decideBatch(v, holds, taken, slots)
-	if len(rows.orders) > 0 {
-		if err := writeRows(ctx, tx, code, v.perUser, rows, holds, out); err != nil {
-			// returned bare when the server refused it, for ReserveMany to write one by one
-			var pg *pgconn.PgError
-			if errors.As(err, &pg) && pg.Code != queryCanceled {
-				return nil, fmt.Errorf("reserve %d in %s: write: %w: %w", len(rows.orders), code, voucher.ErrNotWritten, err)
-			}
-			return nil, notWritten(err, "reserve %d in %s: write", len(rows.orders), code)
-		}
+	if len(rows.orders) == 0 {
+		_, _ = conn.Exec(ctx, "rollback") // nothing to write; on failure the pool drops the connection
+		return out, nil
 	}
-	if err := commitInTime(ctx, tx); err != nil {
-		return nil, failed(err, "reserve %d in %s: commit", len(rows.orders), code)
+	// Sent only while there is time for the answer: one sent too late would leave the outcome
+	// unknown, one not sent leaves nothing written.
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < minWriteTime/2 {
+		return nil, notWritten(context.DeadlineExceeded, "reserve %d in %s: %v left to commit", len(rows.orders), code, time.Until(deadline))
+	}
+	if err := writeRows(ctx, conn, code, v.perUser, rows, holds, out); err != nil {
+		// a refusal stays a *PgError inside, for ReserveMany to write the holds one by one
+		return nil, failed(err, "reserve %d in %s: write and commit", len(rows.orders), code)
 	}
 	return out, nil
 }
@@ -109,22 +108,26 @@ type batchVoucher struct {
 	starts, ends         time.Time
 }
 
-func readForBatch(ctx context.Context, tx pgx.Tx, code string, holds []voucher.Hold) (batchVoucher, map[string]bool, map[string][]int, error) {
+func readForBatch(ctx context.Context, conn *pgxpool.Conn, code string, holds []voucher.Hold) (batchVoucher, map[string]bool, map[string][]int, error) {
 	orders := make([]string, len(holds))
 	customers := make([]string, len(holds))
 	for i, h := range holds {
 		orders[i], customers[i] = h.OrderID, h.CustomerID
 	}
 	b := &pgx.Batch{}
+	b.Queue("begin")
 	b.Queue(`SELECT set_config('statement_timeout', $1, true)`, statementTimeout(ctx))
 	b.Queue(lockVoucherSQL, code)
 	b.Queue(takenOrdersSQL, orders)
 	b.Queue(takenSlotsSQL, code, customers)
-	br := tx.SendBatch(ctx, b)
+	br := conn.SendBatch(ctx, b)
 	defer br.Close()
 
 	var v batchVoucher
 	_, err := br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
 	if err == nil {
 		err = br.QueryRow().Scan(&v.used, &v.total, &v.perUser, &v.starts, &v.ends)
 	}
@@ -151,6 +154,9 @@ func readForBatch(ctx context.Context, tx pgx.Tx, code string, holds []voucher.H
 		slots[customer] = append(slots[customer], slot)
 		return nil
 	})
+	if err == nil {
+		err = br.Close()
+	}
 	if err != nil {
 		return v, nil, nil, notWritten(err, "reserve %d in %s: read taken slots", len(holds), code)
 	}
@@ -223,14 +229,15 @@ func (r *batchRows) add(i int, h voucher.Hold, slot int) {
 	r.expiresAts = append(r.expiresAts, h.ExpiresAt)
 }
 
-// writeRows runs writeBatchSQL and fills out with the written rows; an accepted hold the
-// insert skipped had its orderId taken meanwhile by another voucher's writer.
-func writeRows(ctx context.Context, tx pgx.Tx, code string, perUser int, rows batchRows, holds []voucher.Hold, out []voucher.Written) error {
+// writeRows runs writeBatchSQL and COMMIT, and fills out with the written rows; an accepted
+// hold the insert skipped had its orderId taken meanwhile by another voucher's writer.
+func writeRows(ctx context.Context, conn *pgxpool.Conn, code string, perUser int, rows batchRows, holds []voucher.Hold, out []voucher.Written) error {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT set_config('statement_timeout', $1, true)`, statementTimeout(ctx))
 	b.Queue(writeBatchSQL, code, perUser, rows.customers, rows.orders, rows.slots, rows.amounts,
 		rows.discounts, rows.reservedAts, rows.expiresAts)
-	br := tx.SendBatch(ctx, b)
+	b.Queue("commit")
+	br := conn.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return err
@@ -248,6 +255,12 @@ func writeRows(ctx context.Context, tx pgx.Tx, code string, perUser int, rows ba
 	if err := res.Err(); err != nil {
 		return err
 	}
+	if _, err := br.Exec(); err != nil { // COMMIT
+		return err
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
 	for _, i := range rows.index {
 		if r, ok := written[holds[i].OrderID]; ok {
 			out[i].Redemption = r
@@ -255,16 +268,7 @@ func writeRows(ctx context.Context, tx pgx.Tx, code string, perUser int, rows ba
 			out[i].Err = voucher.ErrOrderExists
 		}
 	}
-	return br.Close()
-}
-
-// commitInTime sends COMMIT only while there is time for its answer: one sent too late would
-// leave the outcome unknown, one not sent leaves nothing written.
-func commitInTime(ctx context.Context, tx pgx.Tx) error {
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < minWriteTime/2 {
-		return notWritten(context.DeadlineExceeded, "%v left to commit", time.Until(deadline))
-	}
-	return tx.Commit(ctx)
+	return nil
 }
 
 // reserveOneByOne writes each hold through Reserve after the batch's insert was refused whole,

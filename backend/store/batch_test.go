@@ -242,7 +242,7 @@ func TestReserveManyCommitOutcomeUnknown(t *testing.T) {
 	s0, pool := openStore(t, dbURL) // migrates, direct
 	createVoucher(t, s0, "CUT", 10, 1)
 	proxy := testkit.StartCutProxy(t, "127.0.0.1:5432")
-	s, _ := openStore(t, strings.Replace(dbURL, "127.0.0.1:5432", proxy.Addr, 1))
+	s, _ := openStore(t, proxy.URL(dbURL))
 
 	now := time.Now()
 	proxy.CutOnce("commit")
@@ -267,11 +267,11 @@ func TestReserveStatementOutcomeUnknown(t *testing.T) {
 	s0, pool := openStore(t, dbURL)
 	createVoucher(t, s0, "CUT1", 10, 1)
 	proxy := testkit.StartCutProxy(t, "127.0.0.1:5432")
-	s, _ := openStore(t, strings.Replace(dbURL, "127.0.0.1:5432", proxy.Addr, 1))
+	s, _ := openStore(t, proxy.URL(dbURL))
 
 	now := time.Now()
-	proxy.CutOnce("o-cut-1") // in the statement's parameters, sent with it
-	_, err := s.Reserve(context.Background(), hold("CUT1", "c-1", "o-cut-1", now), now)
+	proxy.CutOnce("insert into redemptions")
+	_, err := s.Reserve(context.Background(), hold("CUT1", "c-1", "o-1", now), now)
 	if proxy.Cuts() != 1 {
 		t.Fatalf("the proxy cut %d connections, want 1", proxy.Cuts())
 	}
