@@ -86,7 +86,7 @@ func (s *Service) awaitFirstAttempt(ctx context.Context, h Hold, first Holder, u
 		}
 		if s.cfg.Clock.Now().Sub(first.ReservedAt) > s.staleAfter() {
 			s.cfg.Log.Warn("giving back a stale hold with no row", "code", h.VoucherCode, "order", h.OrderID)
-			if _, _, err := s.gate.Release(ctx, h.VoucherCode, h.OrderID, &first); err != nil {
+			if _, err := s.giveBack(ctx, h.VoucherCode, h.OrderID, &first); err != nil {
 				return Redemption{}, false, s.unavailable(err, "reserve %s: give back stale hold", h.VoucherCode)
 			}
 			return Redemption{}, true, nil
@@ -166,13 +166,22 @@ func (s *Service) readBack(orderID string) (Redemption, error) {
 func (s *Service) compensate(code, orderID string, holder Holder) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DBTimeout)
 	defer cancel()
-	released, remaining, err := s.gate.Release(ctx, code, orderID, &holder)
-	if err != nil {
+	if _, err := s.giveBack(ctx, code, orderID, &holder); err != nil {
 		s.cfg.Log.Warn("compensating release failed; use left held in redis for the reconciler",
 			"code", code, "order", orderID, "err", err)
-		return
+	}
+}
+
+// giveBack gives back in the gate the use orderID holds (only expect's, when not nil), and tells
+// the edges when that makes a sold-out voucher available again. Every way a use goes back to
+// Redis passes here, so no transition out of sold out goes unannounced.
+func (s *Service) giveBack(ctx context.Context, code, orderID string, expect *Holder) (released bool, err error) {
+	released, remaining, err := s.gate.Release(ctx, code, orderID, expect)
+	if err != nil {
+		return false, err
 	}
 	if released && remaining == 1 {
 		s.notify.BackInStock(code)
 	}
+	return released, nil
 }

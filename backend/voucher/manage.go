@@ -38,12 +38,7 @@ func (s *Service) Release(ctx context.Context, code, orderID string) (Redemption
 func (s *Service) ReleaseInGate(code, orderID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	released, remaining, err := s.gate.Release(ctx, code, orderID, nil)
-	if err != nil {
+	if _, err := s.giveBack(ctx, code, orderID, nil); err != nil {
 		s.cfg.Log.Warn("release in redis failed; the reconciler will release it", "code", code, "order", orderID, "err", err)
-		return
-	}
-	if released && remaining == 1 {
-		s.notify.BackInStock(code)
 	}
 }

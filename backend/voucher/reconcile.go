@@ -90,15 +90,12 @@ func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig
 			continue
 		}
 		// Release only that holder: a newer attempt at the same order keeps its use.
-		released, remaining, err := s.gate.Release(ctx, code, order, &h)
+		released, err := s.giveBack(ctx, code, order, &h)
 		if err != nil {
 			return rep, s.unavailable(err, "reconcile %s", code)
 		}
 		if released {
 			rep.Released = append(rep.Released, order)
-			if remaining == 1 {
-				s.notify.BackInStock(code)
-			}
 		}
 	}
 	rc2, err := s.gate.Recount(ctx, v)
@@ -107,8 +104,11 @@ func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig
 	}
 	rep.RemainingAfter = rc2.After
 	rep.Recounted = rc2.UsersFixed || rc2.Before != rc2.After
-	if rep.RemainingAfter <= 0 {
+	switch {
+	case rep.RemainingAfter <= 0:
 		s.notify.SoldOut(code)
+	case rc2.Before <= 0:
+		s.notify.BackInStock(code) // the recount found uses a sold-out voucher had lost
 	}
 	if abs(rep.Drift) > rc.DriftAlert || rep.Recounted {
 		s.cfg.Log.Warn("redis drifted from the database", "code", code, "drift", rep.Drift,

@@ -111,8 +111,12 @@ func (s *Service) Warm(ctx context.Context, code string) error {
 		if err != nil {
 			return nil, fmt.Errorf("warm %s: load redis: %w", code, err)
 		}
+		// The state before the load is unknown (Redis may have lost a sell-out or a release):
+		// say what it is now.
 		if remaining == 0 {
 			s.notify.SoldOut(code)
+		} else {
+			s.notify.BackInStock(code)
 		}
 		return nil, nil
 	})
