@@ -2,7 +2,6 @@ package faulttest
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -104,7 +103,7 @@ func TestBatchCommitCutMidSale(t *testing.T) {
 	var proxy *testkit.CutProxy
 	b, clock, c := startBackend(t, func(cfg *config.Backend) {
 		proxy = testkit.StartCutProxy(t, "127.0.0.1:5432")
-		cfg.DatabaseURL = strings.Replace(cfg.DatabaseURL, "127.0.0.1:5432", proxy.Addr, 1)
+		cfg.DatabaseURL = proxy.URL(cfg.DatabaseURL)
 	})
 	const code, total = "CUT", 300
 	createFlash(t, b, code, total, 1)
