@@ -104,9 +104,11 @@ func (g *gate) deduct(ctx context.Context, st *step, idemKey, attempt string, no
 	return parseStep(v)
 }
 
-// registerAndDeduct notes the request's identities and runs the first identity's step: in one
-// script call on a single Redis, in a pipeline of two on a cluster (two nodes, in parallel).
-// registered is false if the idemKey was rolled back.
+// registerAndDeduct notes the request's identities and runs the first identity's step.
+// registered is false if the idemKey was rolled back; then nothing is taken. A step never
+// counts before its request is registered, so a rollback always finds what a deduct took: on a
+// single Redis both are one script call; on a cluster the request's record lives on another
+// node and is registered first, at the price of a round trip.
 func (g *gate) registerAndDeduct(ctx context.Context, reqKey string, tags []string, st *step, idemKey, attempt string, nowMs int64) (registered bool, r stepResult, err error) {
 	keys, args := g.deductCall(st, idemKey, attempt, nowMs)
 	if !g.cluster {
@@ -126,36 +128,19 @@ func (g *gate) registerAndDeduct(ctx context.Context, reqKey string, tags []stri
 	for _, t := range tags {
 		regArgs = append(regArgs, t)
 	}
-	var reg, ded *redis.Cmd
-	run := func() error {
-		_, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			reg = p.EvalSha(ctx, lua.QuotaRegister.Hash(), []string{reqKey}, regArgs...)
-			ded = p.EvalSha(ctx, lua.QuotaDeduct.Hash(), keys, args...)
-			return nil
-		})
-		return err
-	}
-	err = run()
-	if isNoScript(err) {
-		if err = g.loadScripts(ctx); err == nil {
-			err = run()
-		}
-	}
+	n, err := lua.QuotaRegister.Run(ctx, g.rdb, []string{reqKey}, regArgs...).Int64()
 	if err != nil {
-		return false, stepResult{}, err
+		return false, stepResult{}, fmt.Errorf("register: %w", err)
 	}
-	n, err := reg.Int64()
-	if err != nil {
-		return false, stepResult{}, err
+	if n != 1 {
+		return false, stepResult{status: stepRolledBack}, nil
 	}
-	r, err = parseStep(ded.Val())
-	return n == 1, r, err
+	r, err = g.deduct(ctx, st, idemKey, attempt, nowMs)
+	return true, r, err
 }
 
-func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
-
-// loadScripts loads every quota script (on every master of a cluster), so EVALSHA in a
-// pipeline finds them after a Redis restart.
+// loadScripts loads every quota script (on every master of a cluster), so the first calls
+// need no EVAL. After a Redis restart redis.Script loads them again on its own.
 func (g *gate) loadScripts(ctx context.Context) error {
 	for _, s := range []*redis.Script{lua.QuotaDeduct, lua.QuotaGiveBack, lua.QuotaRegister, lua.QuotaClose, lua.QuotaUsage} {
 		if err := s.Load(ctx, g.rdb).Err(); err != nil {

@@ -58,6 +58,14 @@ func hookedClient(t testing.TB, rdb redis.UniversalClient, h cmdHook) redis.Univ
 	return c
 }
 
+// backend starts another service on e's keys (another backend) whose Redis client runs h.
+func (e *env) backend(t *testing.T, h cmdHook) *quota.Service {
+	t.Helper()
+	cfg := e.cfg
+	cfg.Redis = hookedClient(t, e.rdb, h)
+	return e.start(t, cfg)
+}
+
 // scriptCall is an EVALSHA as a hook sees it.
 type scriptCall struct {
 	sha  string
