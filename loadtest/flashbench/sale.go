@@ -177,6 +177,13 @@ func soldOutText(d time.Duration, limit time.Duration) string {
 	return d.Round(time.Millisecond).String()
 }
 
+func soldOutPhrase(d time.Duration, limit time.Duration) string {
+	if d == never || d == 0 {
+		return "not sold out within " + limit.String()
+	}
+	return "sold out in " + d.Round(time.Millisecond).String()
+}
+
 // durText is a median latency, or "-" if none was measured.
 func durText(d time.Duration) string {
 	if d == 0 {
@@ -225,8 +232,8 @@ func (r SaleReport) Print(w io.Writer) {
 			continue
 		}
 		m := summarizeSales(rs)
-		fmt.Fprintf(w, "median %s: sold out in %s (%.0f uses/s), winners p50 %s p99 %s, everyone's p99 %s during the sale, %s after\n",
-			kindName(rs[0].Flash), soldOutText(m.soldOut, s.Limit), m.usesPerSec, durText(m.wonP50), durText(m.wonP99), durText(m.duringP99), durText(m.afterP99))
+		fmt.Fprintf(w, "median %s: %s (%.0f uses/s), winners p50 %s p99 %s, everyone's p99 %s during the sale, %s after\n",
+			kindName(rs[0].Flash), soldOutPhrase(m.soldOut, s.Limit), m.usesPerSec, durText(m.wonP50), durText(m.wonP99), durText(m.duringP99), durText(m.afterP99))
 	}
 	if len(r.Normal) > 0 && len(r.Flash) > 0 {
 		f, n := summarizeSales(r.Flash), summarizeSales(r.Normal)
@@ -246,8 +253,8 @@ func (r SaleReport) Print(w io.Writer) {
 	if clean < len(r.Flash) || m.soldOut >= goalSoldOut || m.wonP99 >= goalWinnersP99 {
 		verdict = "goal NOT met"
 	}
-	fmt.Fprintf(w, "verdict (flash): %d of %d rounds clean (exactly %d granted if sold out, only 201/409, both stores agree), %d of %d within every goal; medians: sold out in %s (goal < %v), winners' p99 %v (goal < %v): %s\n",
-		clean, len(r.Flash), s.Uses, met, len(r.Flash), soldOutText(m.soldOut, s.Limit), goalSoldOut, ms(m.wonP99), goalWinnersP99, verdict)
+	fmt.Fprintf(w, "verdict (flash): %d of %d rounds clean (exactly %d granted if sold out, only 201/409, both stores agree), %d of %d within every goal; medians: %s (goal < %v), winners' p99 %v (goal < %v): %s\n",
+		clean, len(r.Flash), s.Uses, met, len(r.Flash), soldOutPhrase(m.soldOut, s.Limit), goalSoldOut, ms(m.wonP99), goalWinnersP99, verdict)
 }
 
 func kindName(flash bool) string {
