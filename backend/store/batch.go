@@ -22,8 +22,12 @@ const lockVoucherSQL = `SELECT used_count, total_limit, per_user_limit, starts_a
 // redemption committed by the lock's earlier holders.
 const (
 	takenOrdersSQL = `SELECT order_id FROM redemptions WHERE order_id = ANY($1)`
-	takenSlotsSQL  = `SELECT customer_id, slot FROM redemptions
-		WHERE voucher_code = $1 AND customer_id = ANY($2) AND status IN ('RESERVED', 'CONFIRMED')`
+	// One index probe per customer. OFFSET 0 keeps the planner from flattening the probe into a
+	// scan of the voucher's whole index filtered by customer, which it prefers while the table's
+	// statistics still say it is small (9-15 ms per batch at 20,000 rows, under the row lock).
+	takenSlotsSQL = `SELECT c.id, r.slot FROM unnest($2::text[]) AS c(id)
+		CROSS JOIN LATERAL (SELECT slot FROM redemptions
+			WHERE voucher_code = $1 AND customer_id = c.id AND status IN ('RESERVED', 'CONFIRMED') OFFSET 0) r`
 )
 
 // writeBatchSQL inserts the batch's rows and adds exactly as many to used_count in one
@@ -110,9 +114,14 @@ type batchVoucher struct {
 
 func readForBatch(ctx context.Context, conn *pgxpool.Conn, code string, holds []voucher.Hold) (batchVoucher, map[string]bool, map[string][]int, error) {
 	orders := make([]string, len(holds))
-	customers := make([]string, len(holds))
+	customers := make([]string, 0, len(holds))
+	seen := make(map[string]bool, len(holds))
 	for i, h := range holds {
-		orders[i], customers[i] = h.OrderID, h.CustomerID
+		orders[i] = h.OrderID
+		if !seen[h.CustomerID] {
+			seen[h.CustomerID] = true
+			customers = append(customers, h.CustomerID)
+		}
 	}
 	b := &pgx.Batch{}
 	b.Queue("begin")
