@@ -62,7 +62,7 @@ func runAllWin(ctx context.Context, args []string) error {
 }
 
 func runSale(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("sale", flag.ExitOnError)
+	fs := flag.NewFlagSet("sellout", flag.ExitOnError)
 	srv, binary := systemFlags(fs)
 	s := flashbench.SaleSettings{}
 	fs.IntVar(&s.Rounds, "rounds", 3, "sales of each kind, each on a new voucher")

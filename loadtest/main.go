@@ -3,7 +3,7 @@
 //	go run ./loadtest compare [flags]        the edge's sold-out answer against a bare fasthttp server
 //	go run ./loadtest flash -target ADDR ... reservations of new orders at an edge or backend on 127.0.0.1
 //	go run ./loadtest allwin [flags]         flash reservations that all win vs the seed's Solution 1 (pgbench)
-//	go run ./loadtest sale [flags]           10,000-use flash sales of 200 concurrent new customers
+//	go run ./loadtest sellout [flags]        10,000-use flash sales of 200 concurrent new customers
 package main
 
 import (
@@ -35,7 +35,7 @@ func main() {
 		err = runFlash(ctx, os.Args[2:])
 	case "allwin":
 		err = runAllWin(ctx, os.Args[2:])
-	case "sale":
+	case "sellout":
 		err = runSale(ctx, os.Args[2:])
 	default:
 		usage()
@@ -50,7 +50,7 @@ func usage() {
 	fmt.Fprintln(os.Stderr, `usage: loadtest compare [-rounds N -duration D -warmup D -conns N]
        loadtest flash -target 127.0.0.1:PORT -code CODE [-duration D -conns N]
        loadtest allwin [-rounds N -duration D -warmup D -conns N -pgclients N -pgthreads N -backend PATH]
-       loadtest sale [-rounds N -uses N -conns N -tail D -limit D -baseline=BOOL -backend PATH]`)
+       loadtest sellout [-rounds N -uses N -conns N -tail D -limit D -baseline=BOOL -backend PATH]`)
 	os.Exit(2)
 }
 
