@@ -47,17 +47,44 @@ func CheckPrefix(p string) error {
 
 // VoucherState says whether a voucher is sold out. Sent when the last use goes, when a request
 // finds none left (a few times a second at most), and when a release makes it available again.
+//
+// Backends publish states in whatever order their reads and writes happen to finish, so a
+// state read earlier may arrive later; Version orders them. It is the voucher's version in
+// Redis read together with the state (lua/state.lua), raised by every change of the voucher's
+// uses and holders, and every backend reads the same one: of two states, the one with the
+// higher version is the newer, and equal versions name the same state. Version 0 means
+// unordered: a state written by a backend from before versions, or read while Redis held no
+// version (the voucher not loaded); see Stale.
 type VoucherState struct {
 	Code    string    `json:"code"`
 	SoldOut bool      `json:"soldOut"`
 	At      time.Time `json:"at"`
+	Version uint64    `json:"version,omitempty"`
 	// Holders holds every orderId that held a use when the backend read them from Redis, at or
 	// after the sell-out, so orders still being written are in it. Set when SoldOut.
 	Holders *HolderFilter `json:"holders,omitempty"`
 }
 
+// Stale reports whether s is older than a state of version held, so that whoever keeps a
+// voucher's state (an edge) must ignore it. An unordered state (version 0) is never stale: it
+// comes from a backend that does not version its states, and is taken in arrival order as
+// before versions existed.
+func (s VoucherState) Stale(held uint64) bool { return s.Version != 0 && s.Version < held }
+
 // Encode returns the JSON payload of s.
 func (s VoucherState) Encode() ([]byte, error) { return json.Marshal(s) }
+
+// DecodeVersion reads only the version of a payload written by Encode (0 for one written
+// before versions), without decoding its holders.
+func DecodeVersion(b []byte) (uint64, error) {
+	var s struct {
+		Version uint64 `json:"version"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return 0, fmt.Errorf("decode voucher state version: %w", err)
+	}
+	return s.Version, nil
+}
 
 // DecodeVoucherState parses a payload written by Encode.
 func DecodeVoucherState(b []byte) (VoucherState, error) {
