@@ -1,6 +1,7 @@
 -- load.lua: load a flash voucher from the database's active redemptions, unless it is loaded.
 -- Loading twice must never add uses, so the check and the writes are one script (SET NX-style).
--- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders (as in reserve.lua)
+-- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders, KEYS[4] version (as in reserve.lua); a load
+-- raises the version above any published before, even when Redis lost it (version.lua)
 -- ARGV[1] total_limit
 -- ARGV[2..] triples: orderId, holder ("reservedAtMillis:attempt:customerId"), customerId,
 --           one per RESERVED or CONFIRMED redemption
@@ -21,4 +22,5 @@ if remaining < 0 then
   remaining = 0
 end
 redis.call('SET', KEYS[1], remaining)
+bump_version()
 return {1, remaining}

@@ -9,6 +9,10 @@ import (
 )
 
 var (
+	//go:embed version.lua
+	versionSrc string
+	//go:embed state.lua
+	stateSrc string
 	//go:embed reserve.lua
 	reserveSrc string
 	//go:embed release.lua
@@ -22,10 +26,13 @@ var (
 )
 
 // Voucher gate scripts. redis.Script runs EVALSHA and falls back to EVAL once per server.
+// Those that change remaining or orders start with version.lua, which raises the voucher's
+// version; State reads it with the state it names.
 var (
-	Reserve = redis.NewScript(reserveSrc)
-	Release = redis.NewScript(releaseSrc)
-	Load    = redis.NewScript(loadSrc)
-	Hold    = redis.NewScript(holdSrc)
-	Recount = redis.NewScript(recountSrc)
+	Reserve = redis.NewScript(versionSrc + reserveSrc)
+	Release = redis.NewScript(versionSrc + releaseSrc)
+	Load    = redis.NewScript(versionSrc + loadSrc)
+	Hold    = redis.NewScript(versionSrc + holdSrc)
+	Recount = redis.NewScript(versionSrc + recountSrc)
+	State   = redis.NewScript(stateSrc)
 )

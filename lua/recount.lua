@@ -1,6 +1,7 @@
 -- recount.lua: restore R1 from the orders hash: remaining = total_limit - HLEN(orders), and
 -- users recounted from the holders, in one atomic step.
--- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders (as in reserve.lua)
+-- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders, KEYS[4] version (as in reserve.lua); the
+-- version is raised when remaining changes
 -- ARGV[1] total_limit
 -- Returns {remaining before, remaining after, 1 if users changed else 0}, or {0, 0, -1} if
 -- the voucher is not loaded.
@@ -37,4 +38,7 @@ if changed == 1 then
 end
 local after = tonumber(ARGV[1]) - #holders
 redis.call('SET', KEYS[1], after)
+if after ~= tonumber(before) then
+  bump_version()
+end
 return {tonumber(before), after, changed}

@@ -1,5 +1,6 @@
 -- release.lua: give back the use an order holds, once. Keeps remaining + HLEN(orders) constant.
--- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders (as in reserve.lua; holder "reservedAtMillis:attempt:customerId")
+-- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders, KEYS[4] version (as in reserve.lua; holder
+-- "reservedAtMillis:attempt:customerId"); the version is raised when a use comes back
 -- ARGV[1] orderId
 -- ARGV[2] expected holder, or "" for any: a compensation names the holder it wrote, so it never
 --         gives back a use that a later attempt took for the same order.
@@ -16,4 +17,5 @@ redis.call('HDEL', KEYS[3], ARGV[1])
 if redis.call('HINCRBY', KEYS[2], customer, -1) <= 0 then
   redis.call('HDEL', KEYS[2], customer)
 end
+bump_version()
 return {1, redis.call('INCR', KEYS[1])}

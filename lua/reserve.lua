@@ -2,6 +2,7 @@
 -- KEYS[1] remaining  integer: uses left
 -- KEYS[2] users      hash customerId -> active uses
 -- KEYS[3] orders     hash orderId -> holder "reservedAtMillis:attempt:customerId"
+-- KEYS[4] version    raised when a use is taken (version.lua)
 -- ARGV[1] customerId
 -- ARGV[2] perUserLimit
 -- ARGV[3] orderId
@@ -31,4 +32,5 @@ end
 remaining = redis.call('DECR', KEYS[1])
 redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
 redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+bump_version()
 return {1, remaining}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"vouchergate/backend/notify"
 	"vouchergate/backend/voucher"
 	"vouchergate/lua"
 	"vouchergate/shared/keys"
@@ -48,8 +49,7 @@ func parseHolder(s string) (voucher.Holder, error) {
 
 // Reserve runs reserve.lua.
 func (g *Gate) Reserve(ctx context.Context, v voucher.Voucher, orderID string, h voucher.Holder) (voucher.GateResult, error) {
-	k := g.keys(v.Code)
-	res, err := lua.Reserve.Run(ctx, g.rdb, []string{k.Remaining, k.Users, k.Orders},
+	res, err := lua.Reserve.Run(ctx, g.rdb, g.keys(v.Code).List(),
 		h.CustomerID, v.PerUserLimit, orderID, formatHolder(h)).Slice()
 	if err != nil {
 		return voucher.GateResult{}, fmt.Errorf("gate reserve %s: %w", v.Code, err)
@@ -144,6 +144,42 @@ func (g *Gate) Orders(ctx context.Context, code string) ([]string, error) {
 		return nil, fmt.Errorf("gate orders %s: %w", code, err)
 	}
 	return ids, nil
+}
+
+// Snapshot runs state.lua: remaining, the version and, when sold out, the holders, read in one
+// atomic step, so the version names exactly that state. It makes a Gate a notify.Reader.
+func (g *Gate) Snapshot(ctx context.Context, code string) (notify.Snapshot, error) {
+	res, err := lua.State.Run(ctx, g.rdb, g.keys(code).List()).Slice()
+	if err != nil {
+		return notify.Snapshot{}, fmt.Errorf("gate state %s: %w", code, err)
+	}
+	snap, err := parseSnapshot(res)
+	if err != nil {
+		return notify.Snapshot{}, fmt.Errorf("gate state %s: %w", code, err)
+	}
+	return snap, nil
+}
+
+// parseSnapshot reads state.lua's {loaded, remaining, version, orderIds} reply.
+func parseSnapshot(res []any) (notify.Snapshot, error) {
+	if len(res) != 4 {
+		return notify.Snapshot{}, fmt.Errorf("script replied %v; expected {loaded, remaining, version, orderIds}", res)
+	}
+	loaded, ok1 := res[0].(int64)
+	remaining, ok2 := res[1].(int64)
+	vs, ok3 := res[2].(string)
+	ids, ok4 := res[3].([]any)
+	version, err := strconv.ParseUint(vs, 10, 64)
+	if !ok1 || !ok2 || !ok3 || !ok4 || err != nil {
+		return notify.Snapshot{}, fmt.Errorf("script replied %v; expected {loaded, remaining, version, orderIds}", res)
+	}
+	snap := notify.Snapshot{Loaded: loaded == 1, Remaining: remaining, Version: version, Orders: make([]string, len(ids))}
+	for i, id := range ids {
+		if snap.Orders[i], ok1 = id.(string); !ok1 {
+			return notify.Snapshot{}, fmt.Errorf("script replied order %v; expected a string", id)
+		}
+	}
+	return snap, nil
 }
 
 // pair reads a script's {status, detail} reply.

@@ -5,10 +5,16 @@
 // Each trigger only marks the voucher; one worker then reads the voucher's state from Redis and
 // publishes that. So a publication is never older than its trigger, a sold-out state carries
 // the holders read at or after the sell-out, and a burst of triggers costs one publication.
+//
+// Several backends publish the same voucher, and one may stall between its read and its write
+// while another publishes a newer state. So every state carries the voucher's version, read
+// from Redis with it, and the bucket is written with compare-and-set: a state older than the
+// bucket's is dropped, never written over a newer one nor published.
 package notify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -20,10 +26,19 @@ import (
 	"vouchergate/shared/events"
 )
 
-// Reader reads a voucher's state in Redis (the gate implements it).
+// Snapshot is a voucher's state in Redis, read in one atomic step.
+type Snapshot struct {
+	Loaded    bool     // false: the voucher is not in Redis
+	Remaining int64    // uses left; 0 or less is sold out
+	Version   uint64   // the voucher's version (lua/version.lua); 0 when Redis holds none
+	Orders    []string // every order holding a use; read only when loaded and sold out
+}
+
+// Reader reads a voucher's state in Redis (the gate implements it). Implementations MUST read
+// remaining, version and orders in one atomic step, so that Version names exactly the state
+// returned, and MUST be safe for concurrent use.
 type Reader interface {
-	Remaining(ctx context.Context, code string) (int64, bool, error)
-	Orders(ctx context.Context, code string) ([]string, error)
+	Snapshot(ctx context.Context, code string) (Snapshot, error)
 }
 
 // Notifier implements voucher.Notifier. It is safe for concurrent use; its methods never block
@@ -147,6 +162,8 @@ func (n *Notifier) run() {
 	}
 }
 
+// publish reads code's state and writes it to the bucket, then on the subject; a state older
+// than the bucket's is dropped.
 func (n *Notifier) publish(code string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -158,21 +175,54 @@ func (n *Notifier) publish(code string) error {
 	if err != nil {
 		return fmt.Errorf("encode state of %s: %w", code, err)
 	}
-	if err := n.nc.Publish(n.names.VoucherState(code), payload); err != nil {
-		return fmt.Errorf("publish state of %s: %w", code, err)
-	}
 	kv, err := n.bucket(ctx)
 	if err != nil {
 		return err
 	}
-	if _, err := kv.Put(ctx, code, payload); err != nil {
+	written, err := put(ctx, kv, state, payload)
+	if err != nil {
 		n.kv = nil // NATS may have come back without its store: create the bucket again
 		return fmt.Errorf("put state of %s: %w", code, err)
+	}
+	if written {
+		if err := n.nc.Publish(n.names.VoucherState(code), payload); err != nil {
+			return fmt.Errorf("publish state of %s: %w", code, err)
+		}
+	} else {
+		n.log.Debug("voucher state older than the bucket's; dropped", "code", code, "version", state.Version)
 	}
 	n.mu.Lock()
 	n.known[code] = true
 	n.mu.Unlock()
 	return nil
+}
+
+// put writes s (encoded as payload) under its code unless the bucket holds a state of a higher
+// version, and reports whether it did. Each write names the revision it read (compare-and-set),
+// so a state another backend wrote meanwhile is read again, never overwritten unseen. An
+// unordered state (version 0) replaces only another one, or a value that does not decode.
+func put(ctx context.Context, kv jetstream.KeyValue, s events.VoucherState, payload []byte) (bool, error) {
+	for {
+		e, err := kv.Get(ctx, s.Code)
+		if errors.Is(err, jetstream.ErrKeyNotFound) { // never written, or deleted
+			_, err = kv.Create(ctx, s.Code, payload)
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				continue // another backend created it first: compare with it
+			}
+			return err == nil, err
+		}
+		if err != nil {
+			return false, err
+		}
+		if held, err := events.DecodeVersion(e.Value()); err == nil && s.Version < held {
+			return false, nil
+		}
+		_, err = kv.Update(ctx, s.Code, payload, e.Revision())
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue // written meanwhile: compare with that
+		}
+		return err == nil, err
+	}
 }
 
 func (n *Notifier) bucket(ctx context.Context) (jetstream.KeyValue, error) {
@@ -188,22 +238,19 @@ func (n *Notifier) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 }
 
 // State reads a voucher's sold-out state from Redis: sold out when loaded with no use left,
-// with the holders read now. A voucher not loaded is reported available: the backend loads it
-// on the next request.
+// with the holders read now, and the version read with them. A voucher not loaded is reported
+// available: the backend loads it on the next request.
 func State(ctx context.Context, read Reader, code string) (events.VoucherState, error) {
 	state := events.VoucherState{Code: code, At: time.Now().UTC()}
-	remaining, loaded, err := read.Remaining(ctx, code)
+	snap, err := read.Snapshot(ctx, code)
 	if err != nil {
 		return state, fmt.Errorf("read state of %s: %w", code, err)
 	}
-	if !loaded || remaining > 0 {
+	state.Version = snap.Version
+	if !snap.Loaded || snap.Remaining > 0 {
 		return state, nil
 	}
-	orders, err := read.Orders(ctx, code)
-	if err != nil {
-		return state, fmt.Errorf("read holders of %s: %w", code, err)
-	}
 	state.SoldOut = true
-	state.Holders = events.NewHolderFilter(orders)
+	state.Holders = events.NewHolderFilter(snap.Orders)
 	return state, nil
 }

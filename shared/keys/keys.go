@@ -7,21 +7,24 @@ import (
 	"strings"
 )
 
-// Voucher names the three keys of a flash voucher's gate.
+// Voucher names the keys of a flash voucher's gate.
 type Voucher struct {
 	Remaining string // uses left: an integer
 	Users     string // hash customerId -> active uses
 	Orders    string // hash orderId -> holder ("reservedAtMillis:attempt:customerId")
+	// Version orders the voucher's states: every script that changes remaining or orders
+	// raises it (lua/version.lua), so two states read from Redis compare by it.
+	Version string
 }
 
 // ForVoucher returns the keys of voucher code under prefix.
 func ForVoucher(prefix, code string) Voucher {
 	base := prefix + "voucher:{" + code + "}:"
-	return Voucher{Remaining: base + "remaining", Users: base + "users", Orders: base + "orders"}
+	return Voucher{Remaining: base + "remaining", Users: base + "users", Orders: base + "orders", Version: base + "version"}
 }
 
 // List returns the keys in the order every voucher script takes them.
-func (v Voucher) List() []string { return []string{v.Remaining, v.Users, v.Orders} }
+func (v Voucher) List() []string { return []string{v.Remaining, v.Users, v.Orders, v.Version} }
 
 // CheckPrefix reports why p cannot be a key prefix: a brace would move the hash tag.
 func CheckPrefix(p string) error {
