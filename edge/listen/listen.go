@@ -12,6 +12,10 @@
 //
 // The backends also publish each state on a plain subject; the edge does not subscribe to it,
 // since the watch already carries the same payload in order.
+//
+// The backends write the bucket with compare-and-set by the states' versions, so its values only
+// get newer; the cache still refuses a state older than one it holds (a backend from before
+// versions writes the bucket blindly, and the cache also takes live reads from the backends).
 package listen
 
 import (
@@ -50,6 +54,7 @@ type Listener struct {
 	syncOnce sync.Once
 	syncs    atomic.Uint64 // complete snapshots so far
 	applied  atomic.Uint64 // states applied from the bucket
+	stale    atomic.Uint64 // states from the bucket older than the cache's, ignored
 
 	ctx    context.Context // cancelled by Close, so that a watch being set up gives up at once
 	cancel context.CancelFunc
@@ -110,6 +115,9 @@ func (l *Listener) Syncs() uint64 { return l.syncs.Load() }
 
 // Applied is the number of states applied from the bucket.
 func (l *Listener) Applied() uint64 { return l.applied.Load() }
+
+// Stale is the number of states from the bucket ignored as older than the cache's.
+func (l *Listener) Stale() uint64 { return l.stale.Load() }
 
 // Connected reports whether the NATS connection is up.
 func (l *Listener) Connected() bool { return l.nc.IsConnected() }
@@ -234,7 +242,11 @@ func (l *Listener) handle(e jetstream.KeyValueEntry) {
 	default: // deleted or purged: nothing says it is sold out
 		s = events.VoucherState{Code: code}
 	}
-	if err := l.cache.Apply(s); err != nil {
+	if err := l.cache.Apply(s); errors.Is(err, soldout.ErrStale) {
+		l.stale.Add(1)
+		l.log.Debug("voucher state older than the cache's; ignored", "code", code, "version", s.Version)
+		return
+	} else if err != nil {
 		l.log.Warn("apply voucher state", "code", code, "err", err)
 		return
 	}

@@ -2,6 +2,7 @@ package listen
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -212,5 +213,53 @@ func TestStartsWithNATSDownAndSyncsWhenItComes(t *testing.T) {
 	waitSynced(t, l)
 	if !soldOutIn(cache, "FLASH") {
 		t.Fatal("sell-out not learned once NATS came")
+	}
+}
+
+func versioned(s events.VoucherState, v uint64) events.VoucherState {
+	s.Version = v
+	return s
+}
+
+// The bucket's writers compare versions, but a backend from before versions puts blindly: a
+// state older than the edge's is ignored, an unordered one is applied as it comes.
+func TestIgnoresAStateOlderThanItsOwn(t *testing.T) {
+	names := events.Names{Prefix: testkit.NATSPrefix()}
+	l, cache := start(t, testkit.NATSURL, names)
+	waitSynced(t, l)
+	b := newBackendSide(t, testkit.NATSURL, names)
+	marker := 0
+	settle := func() { // every state put before the marker has been handled once the marker is applied
+		t.Helper()
+		marker++
+		code := fmt.Sprintf("MARK%d", marker)
+		b.put(soldOut(code))
+		eventually(t, "marker applied", func() bool { return soldOutIn(cache, code) })
+	}
+
+	b.put(versioned(soldOut("FLASH", "N"), 12))
+	b.put(versioned(soldOut("FLASH", "L"), 10)) // stale: read before N took the use
+	settle()
+	if e, _ := cache.Lookup([]byte("FLASH"), time.Now()); e == nil || !e.MayHold([]byte("N")) {
+		t.Fatal("a stale sell-out replaced the newer one: the granted N would be answered 409")
+	}
+	if l.Stale() != 1 {
+		t.Errorf("Stale() = %d; want 1", l.Stale())
+	}
+
+	b.put(versioned(events.VoucherState{Code: "FLASH", At: time.Now().UTC()}, 13))
+	b.put(versioned(soldOut("FLASH", "L"), 10))
+	settle()
+	if soldOutIn(cache, "FLASH") {
+		t.Fatal("a stale sell-out came back after a newer back in stock")
+	}
+
+	b.put(soldOut("FLASH", "O")) // no version: an older backend's, taken as it comes
+	settle()
+	if e, _ := cache.Lookup([]byte("FLASH"), time.Now()); e == nil || !e.MayHold([]byte("O")) {
+		t.Fatal("an unversioned state was not applied")
+	}
+	if cache.StateVersion("FLASH") != 13 {
+		t.Errorf("StateVersion = %d; want 13 kept", cache.StateVersion("FLASH"))
 	}
 }

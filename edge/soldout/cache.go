@@ -18,6 +18,12 @@
 // filter of that version → MayHold. It takes no lock of this package; bigcache takes a shard's
 // read lock and copies the key and the record (2 small allocations: v3.1.0 has no Get that
 // reads into a caller's buffer).
+//
+// States may arrive out of order (from several backends, the bucket and live reads), so the
+// cache keeps, per code, the highest state version it applied (events.VoucherState.Version)
+// and refuses an older state, also once the entry is gone: a stale sell-out must not come back
+// after a newer "back in stock". Writers compare versions under the cache's lock; lookups never
+// see them.
 package soldout
 
 import (
@@ -41,6 +47,9 @@ var ErrNoHolders = errors.New("sold-out state without holders")
 
 // ErrBadCode is returned by Apply for a state whose code is not a voucher code.
 var ErrBadCode = errors.New("state for an invalid voucher code")
+
+// ErrStale is returned by Apply for a state older than one it applied before: nothing changed.
+var ErrStale = errors.New("voucher state older than the one held")
 
 // Options configure a Cache.
 type Options struct {
@@ -117,6 +126,7 @@ type Cache struct {
 
 	mu       sync.Mutex        // serialises writers
 	versions map[string]uint64 // bumped by every write of a code; see ApplyIf
+	held     map[string]uint64 // the highest state version applied per code; see Apply
 }
 
 type closer struct {
@@ -150,7 +160,7 @@ func New(o Options) *Cache {
 	}
 	c := &Cache{
 		ttl: o.TTL, refreshAfter: o.RefreshAfter, now: o.Now,
-		store: store, closer: &closer{store: store}, versions: map[string]uint64{},
+		store: store, closer: &closer{store: store}, versions: map[string]uint64{}, held: map[string]uint64{},
 	}
 	m := map[string]*Entry{}
 	c.filters.Store(&m)
@@ -190,7 +200,9 @@ func (c *Cache) Lookup(code []byte, now time.Time) (e *Entry, refresh bool) {
 }
 
 // Apply records state s: a sold-out state (with its holders) makes or replaces the voucher's
-// entry, learned now; any other state removes it.
+// entry, learned now; any other state removes it. A state older than one applied before
+// (events.VoucherState.Stale) changes nothing and returns ErrStale; a state of the same
+// version is applied again, which renews the entry.
 func (c *Cache) Apply(s events.VoucherState) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -205,15 +217,27 @@ func (c *Cache) Version(code string) uint64 {
 	return c.versions[code]
 }
 
-// ApplyIf applies s only if code's state was not written since Version returned version, so
-// that a slow read cannot undo a newer event. It reports whether it applied s.
+// StateVersion returns the highest state version applied for code, 0 when none was.
+func (c *Cache) StateVersion(code string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held[code]
+}
+
+// ApplyIf applies s only if code's state was not written since Version returned version and s
+// is not stale (see Apply), so that a slow read cannot undo a newer event. It reports whether
+// it applied s.
 func (c *Cache) ApplyIf(s events.VoucherState, version uint64) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.versions[s.Code] != version {
 		return false, nil
 	}
-	return true, c.applyLocked(s)
+	err := c.applyLocked(s)
+	if errors.Is(err, ErrStale) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func (c *Cache) applyLocked(s events.VoucherState) error {
@@ -222,6 +246,12 @@ func (c *Cache) applyLocked(s events.VoucherState) error {
 	}
 	if s.SoldOut && s.Holders == nil {
 		return ErrNoHolders
+	}
+	if s.Stale(c.held[s.Code]) {
+		return ErrStale
+	}
+	if s.Version > c.held[s.Code] { // an unordered state (0) leaves the highest seen in place
+		c.held[s.Code] = s.Version
 	}
 	c.versions[s.Code]++
 	version := c.versions[s.Code]
