@@ -19,6 +19,12 @@ type DeductResult struct {
 //
 // Errors: ErrInvalid, ErrQuotaExceeded, ErrRolledBack, ErrIdemKeyReused, ErrUnavailable. After
 // ErrUnavailable the outcome may be unknown: retry with the same idemKey, or roll it back.
+//
+// A call that failed (an error or a timeout) leaves its outcome unknown, and nothing is undone
+// then: another attempt of the idemKey may have replayed the steps and answered 200 meanwhile.
+// The steps stay recorded for the client's retry, which replays them, or its rollback, which
+// gives them back; the request is registered before any step counts, so the rollback finds
+// them.
 func (s *Service) Deduct(ctx context.Context, bizID int64, idemKey string, items []Item) (DeductResult, error) {
 	if err := validateDeduct(bizID, idemKey, items); err != nil {
 		return DeductResult{}, err
@@ -40,7 +46,6 @@ func (s *Service) Deduct(ctx context.Context, bizID int64, idemKey string, items
 	registered, r, err := s.gate.registerAndDeduct(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey),
 		tags, &steps[0], idemKey, attempt, nowMs)
 	if err != nil {
-		s.undo(ctx, steps[:1], idemKey, attempt)
 		s.stats.unavailable.Add(1)
 		return DeductResult{}, unavailable("deduct "+idemKey, err)
 	}
@@ -60,7 +65,6 @@ func (s *Service) Deduct(ctx context.Context, bizID int64, idemKey string, items
 		}
 		r, err := s.gate.deduct(ctx, &steps[i+1], idemKey, attempt, nowMs)
 		if err != nil {
-			s.undo(ctx, steps[:i+2], idemKey, attempt)
 			s.stats.unavailable.Add(1)
 			return DeductResult{}, unavailable("deduct "+idemKey, err)
 		}
@@ -118,9 +122,9 @@ func (s *Service) undoTaken(ctx context.Context, steps []step, results []stepRes
 	}
 }
 
-// undo gives back steps of this attempt whose outcome may be unknown. It runs even when ctx
-// has ended, bounded by UndoTimeout; a step it cannot give back stays recorded, so a retry
-// answers from it and a rollback gives it back.
+// undo gives back steps this attempt took after a refusal. It runs even when ctx has ended,
+// bounded by UndoTimeout; a step it cannot give back stays recorded, so a retry answers from
+// it and a rollback gives it back.
 func (s *Service) undo(ctx context.Context, steps []step, idemKey, attempt string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.UndoTimeout)
 	defer cancel()

@@ -35,7 +35,8 @@ type Config struct {
 	IdemTTL time.Duration
 	// RefreshEvery is how often rules are reloaded even without a NATS message (10s).
 	RefreshEvery time.Duration
-	// UndoTimeout bounds giving back a deduct's steps after the request's context failed (2s).
+	// UndoTimeout bounds giving back a refused deduct's steps, which goes on after the
+	// request's context ended (2s).
 	UndoTimeout time.Duration
 	Clock       Clock // the wall clock
 	Log         *slog.Logger
