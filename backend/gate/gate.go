@@ -23,12 +23,15 @@ const loadedAttempt = "db"
 
 // Gate implements voucher.Gate. It is safe for concurrent use.
 type Gate struct {
-	rdb    redis.UniversalClient
-	prefix string
+	rdb      redis.UniversalClient
+	prefix   string
+	reserves *pipeline // reserve.lua calls, auto-pipelined: the one call a flash sale's crowd makes
 }
 
 // New returns a gate on rdb whose keys start with prefix.
-func New(rdb redis.UniversalClient, prefix string) *Gate { return &Gate{rdb: rdb, prefix: prefix} }
+func New(rdb redis.UniversalClient, prefix string) *Gate {
+	return &Gate{rdb: rdb, prefix: prefix, reserves: newPipeline(rdb, lua.Reserve)}
+}
 
 func (g *Gate) keys(code string) keys.Voucher { return keys.ForVoucher(g.prefix, code) }
 
@@ -49,7 +52,7 @@ func parseHolder(s string) (voucher.Holder, error) {
 
 // Reserve runs reserve.lua.
 func (g *Gate) Reserve(ctx context.Context, v voucher.Voucher, orderID string, h voucher.Holder) (voucher.GateResult, error) {
-	res, err := lua.Reserve.Run(ctx, g.rdb, g.keys(v.Code).List(),
+	res, err := g.reserves.run(ctx, g.keys(v.Code).List(),
 		h.CustomerID, v.PerUserLimit, orderID, formatHolder(h)).Slice()
 	if err != nil {
 		return voucher.GateResult{}, fmt.Errorf("gate reserve %s: %w", v.Code, err)

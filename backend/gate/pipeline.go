@@ -1,0 +1,111 @@
+package gate
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// maxPipeline bounds how many calls one pipeline carries.
+const maxPipeline = 512
+
+// pipeline sends the calls of one script that queued while the last pipeline was in flight as
+// one Redis pipeline (auto-pipelining). Redis still runs each call as its own atomic script;
+// a crowd of buyers costs one write and one read per pipeline, on both sides, instead of one
+// per buyer. There is no timer: a lone call goes at once, and pipelines grow with the load.
+type pipeline struct {
+	rdb    redis.UniversalClient
+	script *redis.Script
+
+	mu      sync.Mutex
+	queue   []*scriptCall
+	running bool // a goroutine is sending; it exits when the queue is empty
+}
+
+// scriptCall is one call waiting to be sent, and where its reply goes.
+type scriptCall struct {
+	ctx  context.Context
+	keys []string
+	args []any
+	done chan *redis.Cmd
+}
+
+func newPipeline(rdb redis.UniversalClient, script *redis.Script) *pipeline {
+	return &pipeline{rdb: rdb, script: script}
+}
+
+// run runs the script with keys and args in the next pipeline and returns its reply. It returns
+// when the reply came or ctx is done; in the latter case the call may still run.
+func (p *pipeline) run(ctx context.Context, keys []string, args ...any) *redis.Cmd {
+	c := &scriptCall{ctx: ctx, keys: keys, args: args, done: make(chan *redis.Cmd, 1)}
+	p.mu.Lock()
+	p.queue = append(p.queue, c)
+	if !p.running {
+		p.running = true
+		go p.send()
+	}
+	p.mu.Unlock()
+	select {
+	case cmd := <-c.done:
+		return cmd
+	case <-ctx.Done():
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(ctx.Err())
+		return cmd
+	}
+}
+
+// send sends pipelines until the queue is empty.
+func (p *pipeline) send() {
+	for {
+		p.mu.Lock()
+		n := min(len(p.queue), maxPipeline)
+		if n == 0 {
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+		batch := p.queue[:n:n]
+		p.queue = p.queue[n:]
+		if len(p.queue) == 0 {
+			p.queue = nil
+		}
+		p.mu.Unlock()
+		p.sendOne(batch)
+	}
+}
+
+func (p *pipeline) sendOne(batch []*scriptCall) {
+	live := batch[:0:0]
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			cmd := redis.NewCmd(c.ctx)
+			cmd.SetErr(err)
+			c.done <- cmd
+			continue
+		}
+		live = append(live, c)
+	}
+	if len(live) == 0 {
+		return
+	}
+	// The client's read and write timeouts bound the pipeline; no caller's deadline cuts the
+	// others' calls short.
+	ctx := context.Background()
+	pipe := p.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(live))
+	for i, c := range live {
+		cmds[i] = p.script.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own reply or error
+	for i, c := range live {
+		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			// Redis lost its scripts (restarted): Run loads it again. The call did not run.
+			c.done <- p.script.Run(c.ctx, p.rdb, c.keys, c.args...)
+			continue
+		}
+		c.done <- cmds[i]
+	}
+}
