@@ -13,6 +13,8 @@ var (
 	quotaGiveBackSrc string
 	//go:embed quota_register.lua
 	quotaRegisterSrc string
+	//go:embed quota_settle.lua
+	quotaSettleSrc string
 	//go:embed quota_close.lua
 	quotaCloseSrc string
 	//go:embed quota_usage.lua
@@ -24,6 +26,7 @@ var (
 	QuotaDeduct   = redis.NewScript(quotaDeductSrc)
 	QuotaGiveBack = redis.NewScript(quotaGiveBackSrc)
 	QuotaRegister = redis.NewScript(quotaRegisterSrc)
+	QuotaSettle   = redis.NewScript(quotaSettleSrc)
 	QuotaClose    = redis.NewScript(quotaCloseSrc)
 	QuotaUsage    = redis.NewScript(quotaUsageSrc)
 )

@@ -7,7 +7,7 @@ redis.call('HSET', KEYS[1], '!', '1')
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 local ids = {}
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if f ~= '!' then
+  if f ~= '!' and f ~= 'gen' and f ~= 'ok' then
     ids[#ids + 1] = f
   end
 end

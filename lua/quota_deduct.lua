@@ -2,7 +2,9 @@
 -- amounts from all of them or from none, and records what it took under the idempotency key.
 -- All keys share the identity's hash tag. "now" comes from the caller; the script never reads TIME.
 -- KEYS[1]   the identity's record of this idemKey: hash st ('D' taken, 'R' rolled back),
---           at (attempt), fp (fingerprint of the items), c (counters, caller's encoding), u (used)
+--           at (the attempt that took: its answer is every attempt's answer), ow (the attempt
+--           that holds the step: the last to take or replay it; only it may undo it),
+--           fp (fingerprint of the items), c (counters, caller's encoding), u (used)
 -- KEYS[2..] the counters, in ARGV order: kind 'C' (calendar or fixed period) is one integer key;
 --           kind 'R' (rolling) is two keys: a sorted set of entries "amount:idemKey" scored by
 --           their time in ms, and the integer sum of the entries' amounts
@@ -14,44 +16,91 @@
 -- ARGV[6] the counters, encoded by the caller; stored in the record and returned on a replay
 -- ARGV[7] n, the number of counters; then four per counter:
 --         kind, limit, amount, span ms ('C': how long a new key lives; 'R': the window size)
--- On a single Redis the first identity's call also does quota_register.lua's work, saving a
--- call: then ARGV[8+4n..] are the request's identities and the last KEY is the request's
--- record (see quota_register.lua). On a cluster that key lives elsewhere and this part is unused.
+-- On a single Redis a call may also do the work of a script on the request's record, saving a
+-- call: then the last KEY is that record (see quota_register.lua) and ARGV[8+4n] says which:
+--   'R' quota_register.lua's, before the step: ARGV[9+4n..] are the request's identities. The
+--       reply gets the request's generation appended (0 if it was rolled back).
+--   'S' quota_settle.lua's, for the last identity of a request of several: ARGV[9+4n] is the
+--       generation the attempt registered under. Unless the request is complete, the step runs
+--       only if that generation is current; a step taken or replayed then completes the request
+--       ('C'), a refusal bumps the generation ('G'). The reply gets 1 appended if the request
+--       is complete (the caller keeps every step it holds), else 0 (it gives them back).
+-- On a cluster that record lives elsewhere and this part is unused.
 -- Returns:
---   { 1, used }        taken by this attempt; used is "used:oldestMs" per counter, space
---                      separated (oldest 0 for 'C')
---   { 0, c, used }     the idemKey already took from this identity: the first answer, nothing changed
+--   { 1, used }        taken by this attempt (or this very call, sent again); used is
+--                      "used:oldestMs" per counter, space separated (oldest 0 for 'C')
+--   { 0, c, used }     another attempt of the idemKey took from this identity: the first answer,
+--                      no counter changed; this attempt holds the step now
 --   {-1, i, used, oldestMs}  counter i (1-based) has no room for its amount; nothing changed
 --   {-2}               the idemKey was rolled back (this identity's mark, or the request's);
 --                      nothing changed
 --   {-3}               the idemKey took with other items; nothing changed
+--   {-4}               ('S') another attempt of the idemKey is giving back its steps: nothing
+--                      changed here, the generation was bumped; give back what you hold, retry
 local rec = KEYS[1]
 local n = tonumber(ARGV[7])
-local reg = 8 + 4 * n
-if #ARGV >= reg then
-  local req = KEYS[#KEYS]
+local op = ARGV[8 + 4 * n]
+local req = KEYS[#KEYS]
+local gen, open
+
+if op == 'R' then
   if redis.call('HEXISTS', req, '!') == 1 then
-    return {-2}
+    return {-2, 0}
   end
-  for i = reg, #ARGV do
+  for i = 9 + 4 * n, #ARGV do
     redis.call('HSET', req, ARGV[i], '')
   end
   redis.call('PEXPIRE', req, ARGV[2])
+  gen = tonumber(redis.call('HGET', req, 'gen') or '0')
+elseif op == 'S' then
+  local r = redis.call('HMGET', req, '!', 'ok', 'gen')
+  if r[1] then
+    return {-2, 0}
+  end
+  open = not r[2]
+  if open and (r[3] or '0') ~= ARGV[9 + 4 * n] then
+    redis.call('HINCRBY', req, 'gen', 1)
+    redis.call('PEXPIRE', req, ARGV[2])
+    return {-4, 0}
+  end
+end
+
+-- the reply t, with what the request's part appends
+local function answer(t)
+  if op == 'R' then
+    t[#t + 1] = gen
+  elseif op == 'S' then
+    if open then
+      if t[1] >= 0 then
+        redis.call('HSET', req, 'ok', '1')
+      else
+        redis.call('HINCRBY', req, 'gen', 1)
+      end
+      redis.call('PEXPIRE', req, ARGV[2])
+    end
+    if t[1] >= 0 or not open then
+      t[#t + 1] = 1
+    else
+      t[#t + 1] = 0
+    end
+  end
+  return t
 end
 
 local st = redis.call('HGET', rec, 'st')
 if st then
   if st == 'R' then
-    return {-2}
+    return answer({-2})
   end
   local r = redis.call('HMGET', rec, 'fp', 'c', 'u', 'at')
   if r[1] ~= ARGV[4] then
-    return {-3}
+    return answer({-3})
   end
+  redis.call('HSET', rec, 'ow', ARGV[3])
   if r[4] == ARGV[3] then
-    return {1, r[3]} -- this very call, sent again (a client retry): still this attempt's
+    return answer({1, r[3]}) -- this very call, sent again (a client retry): still this attempt's
   end
-  return {0, r[2], r[3]}
+  return answer({0, r[2], r[3]})
 end
 
 local now = tonumber(ARGV[1])
@@ -92,7 +141,7 @@ for i = 1, n do
     k = k + 2
   end
   if used + amount > limit then
-    return {-1, i, string.format('%d', used), old}
+    return answer({-1, i, string.format('%d', used), old})
   end
 end
 
@@ -119,6 +168,6 @@ for i = 1, n do
   end
 end
 local used = table.concat(out, ' ')
-redis.call('HSET', rec, 'st', 'D', 'at', ARGV[3], 'fp', ARGV[4], 'c', ARGV[6], 'u', used)
+redis.call('HSET', rec, 'st', 'D', 'at', ARGV[3], 'ow', ARGV[3], 'fp', ARGV[4], 'c', ARGV[6], 'u', used)
 redis.call('PEXPIRE', rec, ARGV[2])
-return {1, used}
+return answer({1, used})

@@ -1,24 +1,27 @@
 -- quota_giveback.lua: give back what one identity's deduct step took, at most once.
--- Mode 'U' (undo) reverses this attempt's own step after a later identity refused; the record
--- goes, so a retry may try again. Mode 'R' (rollback) marks the record rolled back and keeps
--- it, so a late deduct with the same idemKey is refused; a missing record becomes such a mark.
+-- Mode 'U' (undo) reverses a step the calling attempt holds (took, or replayed last) after the
+-- request could not complete; the record goes, so a retry may try again. Mode 'R' (rollback)
+-- marks the record rolled back and keeps it, so a late deduct with the same idemKey is refused;
+-- a missing record becomes such a mark.
 -- KEYS[1]   the identity's record of the idemKey (see quota_deduct.lua)
 -- KEYS[2..] the counters the record names, as in quota_deduct.lua
 -- ARGV[1] mode, 'U' or 'R'
--- ARGV[2] attempt the record must hold ('' in mode 'R' when the caller found no record)
+-- ARGV[2] mode 'U': the attempt that must hold the step; mode 'R': the attempt that took it, as
+--         the caller read it ('' when the caller found no record)
 -- ARGV[3] how long a rolled-back record lives, ms
 -- ARGV[4] idemKey
 -- ARGV[5] n, the number of counters; then two per counter: kind ('C' or 'R'), amount
 -- Returns:
 --   { 1, given }  given back; given is the amount returned per counter, space separated (an
 --                 entry or counter that had expired returns 0)
---   { 0 }         nothing to do: already rolled back or undone, or (undo) not this attempt's step
+--   { 0 }         nothing to do: already rolled back or undone, or (undo) another attempt holds
+--                 the step now
 --   {-1 }         (rollback) the record is not what the caller read: read it again
 local rec = KEYS[1]
-local r = redis.call('HMGET', rec, 'st', 'at')
+local r = redis.call('HMGET', rec, 'st', 'at', 'ow')
 local st, at = r[1], r[2]
 if ARGV[1] == 'U' then
-  if st ~= 'D' or at ~= ARGV[2] then
+  if st ~= 'D' or (r[3] or at) ~= ARGV[2] then
     return {0}
   end
 else

@@ -2,7 +2,10 @@ package quota
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 )
 
@@ -14,22 +17,53 @@ type DeductResult struct {
 
 // Deduct takes each item's amount from every counter the rules imply for it, or from none.
 // Identities are visited one by one in a fixed order; if one has no room, the steps this call
-// took are given back and the answer is an *ExceededError. The same idemKey again returns the
+// holds are given back and the answer is an *ExceededError. The same idemKey again returns the
 // first answer and changes nothing (even while the first call is still running).
 //
 // Errors: ErrInvalid, ErrQuotaExceeded, ErrRolledBack, ErrIdemKeyReused, ErrUnavailable. After
 // ErrUnavailable the outcome may be unknown: retry with the same idemKey, or roll it back.
 //
-// A call that failed (an error or a timeout) leaves its outcome unknown, and nothing is undone
-// then: another attempt of the idemKey may have replayed the steps and answered 200 meanwhile.
-// The steps stay recorded for the client's retry, which replays them, or its rollback, which
-// gives them back; the request is registered before any step counts, so the rollback finds
-// them.
+// A deduct answered 200 stays counted until its rollback, however the attempts of one idemKey
+// (a client's retries, running at once on any backend) interleave:
+//   - An outcome that is unknown (a call failed or timed out) is never undone: the steps stay
+//     recorded for the client's retry, which replays them, or its rollback, which gives them
+//     back. The request is registered before any step counts, so that rollback finds them.
+//   - The attempt that last took or replayed a step holds it, and only the holder may undo it,
+//     so an attempt does not undo a step that a later one relies on.
+//   - A request of several identities is settled once on its record (quota_settle.lua): an
+//     attempt answers 200 only after completing it under the generation it registered under,
+//     and gives back only after bumping the generation, never once complete. An attempt that
+//     relied on a step given back registered before that bump, so it cannot complete: it gives
+//     back what it holds and answers "retry". A request of one identity needs no settling: a
+//     refusal there holds nothing, so none of its steps is ever undone.
 func (s *Service) Deduct(ctx context.Context, bizID int64, idemKey string, items []Item) (DeductResult, error) {
 	if err := validateDeduct(bizID, idemKey, items); err != nil {
 		return DeductResult{}, err
 	}
 	s.stats.deducts.Add(1)
+	res, err := s.deduct(ctx, bizID, idemKey, items)
+	switch {
+	case err == nil:
+		s.stats.taken.Add(1)
+	case errors.Is(err, ErrUnavailable):
+		s.stats.unavailable.Add(1)
+	case errors.Is(err, ErrQuotaExceeded):
+		s.stats.exceeded.Add(1)
+	case errors.Is(err, ErrRolledBack):
+		s.stats.rolledBack.Add(1)
+	case errors.Is(err, ErrIdemKeyReused):
+		s.stats.reused.Add(1)
+	}
+	return res, err
+}
+
+// Why an attempt answers "retry" though Redis answered every call.
+var (
+	errGivingBack        = errors.New("another attempt of the idemKey is giving back its steps; retry for the answer")
+	errCompleteElsewhere = errors.New("another attempt of the idemKey completed it; retry for the answer")
+)
+
+func (s *Service) deduct(ctx context.Context, bizID int64, idemKey string, items []Item) (DeductResult, error) {
 	now := s.cfg.Clock.Now()
 	steps, err := plan(s.cfg.KeyPrefix, bizID, items, s.rules.current(), now)
 	if err != nil {
@@ -41,52 +75,49 @@ func (s *Service) Deduct(ctx context.Context, bizID int64, idemKey string, items
 	for i := range steps {
 		tags[i] = identityTag(steps[i].identityType, steps[i].identity)
 	}
+	reqKey := requestKey(s.cfg.KeyPrefix, bizID, idemKey)
 	results := make([]stepResult, len(steps))
 
-	registered, r, err := s.gate.registerAndDeduct(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey),
-		tags, &steps[0], idemKey, attempt, nowMs)
+	// a failed call leaves its outcome unknown: nothing is undone (see Deduct)
+	gen, r, err := s.gate.begin(ctx, reqKey, tags, &steps[0], idemKey, attempt, nowMs)
 	if err != nil {
-		s.stats.unavailable.Add(1)
 		return DeductResult{}, unavailable("deduct "+idemKey, err)
 	}
 	results[0] = r
-	if !registered {
-		s.undoTaken(ctx, steps, results[:1], idemKey, attempt)
-		s.stats.rolledBack.Add(1)
-		return DeductResult{}, ErrRolledBack
-	}
 	for i := 0; ; i++ {
-		if err := s.refused(steps, results, i); err != nil {
-			s.undoTaken(ctx, steps, results[:i], idemKey, attempt)
-			return DeductResult{}, err
+		if err := s.refused(idemKey, steps, results, i); err != nil {
+			return DeductResult{}, s.abandon(ctx, reqKey, gen, steps[:i], results[:i], &results[i], idemKey, attempt, err)
 		}
 		if i+1 == len(steps) {
 			break
 		}
-		r, err := s.gate.deduct(ctx, &steps[i+1], idemKey, attempt, nowMs)
+		if i+2 == len(steps) {
+			r, err = s.gate.last(ctx, reqKey, gen, &steps[i+1], idemKey, attempt, nowMs)
+		} else {
+			r, err = s.gate.deduct(ctx, &steps[i+1], idemKey, attempt, nowMs, nil)
+		}
 		if err != nil {
-			s.stats.unavailable.Add(1)
 			return DeductResult{}, unavailable("deduct "+idemKey, err)
 		}
 		results[i+1] = r
 	}
-	res, err := s.answer(idemKey, steps, results)
-	if err != nil {
-		s.stats.unavailable.Add(1)
-		return res, err
+	if end := &results[len(steps)-1]; len(steps) > 1 && end.settle != settleComplete {
+		cause := unavailable("deduct "+idemKey, errGivingBack)
+		if end.settle == settleRolledBack {
+			cause = ErrRolledBack
+		}
+		return DeductResult{}, s.abandon(ctx, reqKey, gen, steps, results, end, idemKey, attempt, cause)
 	}
-	s.stats.taken.Add(1)
-	return res, nil
+	return s.answer(idemKey, steps, results)
 }
 
 // refused turns a step's refusal into the error to answer, or nil.
-func (s *Service) refused(steps []step, results []stepResult, i int) error {
+func (s *Service) refused(idemKey string, steps []step, results []stepResult, i int) error {
 	r := &results[i]
 	switch r.status {
 	case stepReplayed:
 		s.stats.replayed.Add(1)
 	case stepFull:
-		s.stats.exceeded.Add(1)
 		st := &steps[i]
 		c := &st.counters[r.full]
 		return &ExceededError{
@@ -96,13 +127,54 @@ func (s *Service) refused(steps []step, results []stepResult, i int) error {
 			Requested: c.amount,
 		}
 	case stepRolledBack:
-		s.stats.rolledBack.Add(1)
 		return ErrRolledBack
 	case stepReused:
-		s.stats.reused.Add(1)
 		return ErrIdemKeyReused
+	case stepSuperseded:
+		return unavailable("deduct "+idemKey, errGivingBack)
 	}
 	return nil
+}
+
+// abandon gives back the steps this attempt holds after it cannot complete the request, and
+// returns the answer: cause, or ErrUnavailable when another attempt completed the request or a
+// step could not be given back (it stays for the client's retry or rollback). end is the
+// result that ended the attempt; unless its call settled the request, abandon first bumps the
+// request's generation, so no attempt completes on a step given back. It runs even when ctx
+// has ended, bounded by UndoTimeout.
+func (s *Service) abandon(ctx context.Context, reqKey string, gen int64, steps []step, results []stepResult,
+	end *stepResult, idemKey, attempt string, cause error) error {
+	if !slices.ContainsFunc(results, func(r stepResult) bool { return held(r.status) }) {
+		return cause
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.UndoTimeout)
+	defer cancel()
+	outcome := end.settle
+	if !end.settled {
+		var err error
+		if outcome, err = s.gate.settle(ctx, reqKey, "G", gen); err != nil {
+			return unavailable("deduct "+idemKey+": settle before giving back", err)
+		}
+	}
+	if outcome == settleComplete {
+		return unavailable("deduct "+idemKey, errCompleteElsewhere)
+	}
+	kept := 0
+	for i := range results {
+		if !held(results[i].status) {
+			continue
+		}
+		if err := s.gate.undo(ctx, &steps[i], &results[i], idemKey, attempt); err != nil {
+			kept++
+			s.stats.undoFailed.Add(1)
+			s.cfg.Log.Warn("quota: give back a deduct step; it stays until retried or rolled back",
+				"idemKey", idemKey, "identityType", steps[i].identityType, "err", err)
+		}
+	}
+	if kept > 0 {
+		return unavailable("deduct "+idemKey, fmt.Errorf("%d step(s) not given back after %v; retry or roll back", kept, cause))
+	}
+	return cause
 }
 
 func (c *counterPlan) msField() int64 {
@@ -110,31 +182,6 @@ func (c *counterPlan) msField() int64 {
 		return c.resetsAt
 	}
 	return c.span
-}
-
-// undoTaken gives back the steps this attempt took itself. A step it found taken by another
-// attempt of the same idemKey is that attempt's to keep or give back.
-func (s *Service) undoTaken(ctx context.Context, steps []step, results []stepResult, idemKey, attempt string) {
-	for i := range results {
-		if results[i].status == stepTaken {
-			s.undo(ctx, steps[i:i+1], idemKey, attempt)
-		}
-	}
-}
-
-// undo gives back steps this attempt took after a refusal. It runs even when ctx has ended,
-// bounded by UndoTimeout; a step it cannot give back stays recorded, so a retry answers from
-// it and a rollback gives it back.
-func (s *Service) undo(ctx context.Context, steps []step, idemKey, attempt string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.UndoTimeout)
-	defer cancel()
-	for i := range steps {
-		if err := s.gate.undo(ctx, &steps[i], idemKey, attempt); err != nil {
-			s.stats.undoFailed.Add(1)
-			s.cfg.Log.Warn("quota: undo a deduct step; it stays until retried or rolled back",
-				"idemKey", idemKey, "identityType", steps[i].identityType, "err", err)
-		}
-	}
 }
 
 // answer builds the result from each step's own or replayed outcome.

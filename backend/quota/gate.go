@@ -26,6 +26,17 @@ const (
 	stepFull       = -1
 	stepRolledBack = -2
 	stepReused     = -3
+	stepSuperseded = -4 // another attempt of the idemKey is giving back; nothing taken here
+)
+
+// held tells whether the attempt that got status holds the step: it alone may undo it.
+func held(status int64) bool { return status == stepTaken || status == stepReplayed }
+
+// Outcomes of settling a request of several identities (quota_settle.lua).
+const (
+	settleComplete   = 1  // keep every step: the request is complete
+	settleGiveBack   = 0  // the generation moved on: give back the steps held
+	settleRolledBack = -2 // the idemKey was rolled back
 )
 
 // stepResult is what quota_deduct.lua answered for one identity.
@@ -35,6 +46,10 @@ type stepResult struct {
 	record string // replayed: the counters of the first attempt
 	full   int    // full: the index of the counter without room
 	fullAt used   // full: that counter's state
+	gen    int64  // first step: the request's generation when registered
+	// settled: the request was settled in the same call (the last step), with outcome settle
+	settled bool
+	settle  int64
 }
 
 func (g *gate) deductCall(st *step, idemKey, attempt string, nowMs int64) ([]string, []any) {
@@ -87,62 +102,123 @@ func parseStep(v any) (stepResult, error) {
 		if err1 != nil || err2 != nil {
 			return r, fmt.Errorf("quota_deduct.lua answered %v", v)
 		}
-	case r.status == stepRolledBack || r.status == stepReused:
+	case r.status == stepRolledBack || r.status == stepReused || r.status == stepSuperseded:
 	default:
 		return r, fmt.Errorf("quota_deduct.lua answered %v", v)
 	}
 	return r, nil
 }
 
-// deduct runs one identity's step.
-func (g *gate) deduct(ctx context.Context, st *step, idemKey, attempt string, nowMs int64) (stepResult, error) {
+// reqPart is what a step's call also does to the request's record on a single Redis, where
+// every key is on one server (see quota_deduct.lua).
+type reqPart struct {
+	op   string // "R" register, "S" settle
+	key  string
+	tags []string // "R": the request's identities
+	gen  int64    // "S": the generation the attempt registered under
+}
+
+// deduct runs one identity's step, and rp's part on the request's record if rp is not nil.
+func (g *gate) deduct(ctx context.Context, st *step, idemKey, attempt string, nowMs int64, rp *reqPart) (stepResult, error) {
 	keys, args := g.deductCall(st, idemKey, attempt, nowMs)
+	if rp != nil {
+		keys = append(keys, rp.key)
+		args = append(args, rp.op)
+		if rp.op == "R" {
+			for _, t := range rp.tags {
+				args = append(args, t)
+			}
+		} else {
+			args = append(args, rp.gen)
+		}
+	}
 	v, err := lua.QuotaDeduct.Run(ctx, g.rdb, keys, args...).Result()
 	if err != nil {
 		return stepResult{}, err
 	}
-	return parseStep(v)
+	if rp == nil {
+		return parseStep(v)
+	}
+	a, _ := v.([]any)
+	if len(a) < 2 {
+		return stepResult{}, fmt.Errorf("quota_deduct.lua answered %v", v)
+	}
+	extra, _ := a[len(a)-1].(int64)
+	r, err := parseStep(a[:len(a)-1])
+	if rp.op == "R" {
+		r.gen = extra
+	} else {
+		r.settled = true
+		r.settle = settleGiveBack
+		if extra == 1 {
+			r.settle = settleComplete
+		}
+		if r.status == stepRolledBack {
+			r.settle = settleRolledBack
+		}
+	}
+	return r, err
 }
 
-// registerAndDeduct notes the request's identities and runs the first identity's step.
-// registered is false if the idemKey was rolled back; then nothing is taken. A step never
-// counts before its request is registered, so a rollback always finds what a deduct took: on a
-// single Redis both are one script call; on a cluster the request's record lives on another
-// node and is registered first, at the price of a round trip.
-func (g *gate) registerAndDeduct(ctx context.Context, reqKey string, tags []string, st *step, idemKey, attempt string, nowMs int64) (registered bool, r stepResult, err error) {
-	keys, args := g.deductCall(st, idemKey, attempt, nowMs)
+// begin registers the request's identities and runs the first identity's step, returning
+// the request's generation. A step never counts before its request is registered, so a rollback
+// always finds what a deduct took: on a single Redis both are one script call; on a cluster the
+// request's record lives on another node and is registered first, at the price of a round trip.
+// A request rolled back already answers stepRolledBack and takes nothing.
+func (g *gate) begin(ctx context.Context, reqKey string, tags []string, st *step, idemKey, attempt string, nowMs int64) (int64, stepResult, error) {
 	if !g.cluster {
-		keys = append(keys, reqKey)
-		for _, t := range tags {
-			args = append(args, t)
-		}
-		v, err := lua.QuotaDeduct.Run(ctx, g.rdb, keys, args...).Result()
-		if err != nil {
-			return false, stepResult{}, err
-		}
-		r, err := parseStep(v)
-		return r.status != stepRolledBack, r, err
+		r, err := g.deduct(ctx, st, idemKey, attempt, nowMs, &reqPart{op: "R", key: reqKey, tags: tags})
+		return r.gen, r, err
 	}
-	regArgs := make([]any, 0, 1+len(tags))
-	regArgs = append(regArgs, g.idemTTL)
+	args := make([]any, 0, 1+len(tags))
+	args = append(args, g.idemTTL)
 	for _, t := range tags {
-		regArgs = append(regArgs, t)
+		args = append(args, t)
 	}
-	n, err := lua.QuotaRegister.Run(ctx, g.rdb, []string{reqKey}, regArgs...).Int64()
+	gen, err := lua.QuotaRegister.Run(ctx, g.rdb, []string{reqKey}, args...).Int64()
 	if err != nil {
-		return false, stepResult{}, fmt.Errorf("register: %w", err)
+		return 0, stepResult{}, fmt.Errorf("register: %w", err)
 	}
-	if n != 1 {
-		return false, stepResult{status: stepRolledBack}, nil
+	if gen < 0 {
+		return 0, stepResult{status: stepRolledBack}, nil
 	}
-	r, err = g.deduct(ctx, st, idemKey, attempt, nowMs)
-	return true, r, err
+	r, err := g.deduct(ctx, st, idemKey, attempt, nowMs, nil)
+	return gen, r, err
+}
+
+// last runs the last identity's step of a request of several and, if it is taken or
+// replayed, completes the request (quota_settle.lua): in one call on a single Redis, in two on
+// a cluster. On a single Redis a refusal settles the request in the same call too.
+func (g *gate) last(ctx context.Context, reqKey string, gen int64, st *step, idemKey, attempt string, nowMs int64) (stepResult, error) {
+	if !g.cluster {
+		return g.deduct(ctx, st, idemKey, attempt, nowMs, &reqPart{op: "S", key: reqKey, gen: gen})
+	}
+	r, err := g.deduct(ctx, st, idemKey, attempt, nowMs, nil)
+	if err != nil || !held(r.status) {
+		return r, err
+	}
+	out, err := g.settle(ctx, reqKey, "C", gen)
+	if err != nil {
+		return r, fmt.Errorf("complete: %w", err)
+	}
+	r.settled, r.settle = true, out
+	return r, nil
+}
+
+// settle completes a request ("C") or bumps its generation to give back ("G"); see
+// quota_settle.lua.
+func (g *gate) settle(ctx context.Context, reqKey, op string, gen int64) (int64, error) {
+	out, err := lua.QuotaSettle.Run(ctx, g.rdb, []string{reqKey}, op, gen, g.idemTTL).Int64()
+	if err == nil && out != settleComplete && out != settleGiveBack && out != settleRolledBack {
+		err = fmt.Errorf("quota_settle.lua answered %d", out)
+	}
+	return out, err
 }
 
 // loadScripts loads every quota script (on every master of a cluster), so the first calls
 // need no EVAL. After a Redis restart redis.Script loads them again on its own.
 func (g *gate) loadScripts(ctx context.Context) error {
-	for _, s := range []*redis.Script{lua.QuotaDeduct, lua.QuotaGiveBack, lua.QuotaRegister, lua.QuotaClose, lua.QuotaUsage} {
+	for _, s := range []*redis.Script{lua.QuotaDeduct, lua.QuotaGiveBack, lua.QuotaRegister, lua.QuotaSettle, lua.QuotaClose, lua.QuotaUsage} {
 		if err := s.Load(ctx, g.rdb).Err(); err != nil {
 			return fmt.Errorf("load quota scripts: %w", err)
 		}
@@ -201,12 +277,22 @@ func cutSpace(s string) (string, string, bool) {
 	return s, "", false
 }
 
-// undo reverses this attempt's own step on an identity.
-func (g *gate) undo(ctx context.Context, st *step, idemKey, attempt string) error {
-	rs := make([]recorded, len(st.counters))
-	for i := range st.counters {
-		c := &st.counters[i]
-		rs[i] = recorded{kind: c.kind, amount: c.amount, seg: c.seg, dim: c.dimension}
+// undo reverses a step this attempt holds on an identity: the counters it took, or those of
+// the record it replayed (another attempt's, which may differ from this attempt's plan). It
+// changes nothing if another attempt holds the step now.
+func (g *gate) undo(ctx context.Context, st *step, r *stepResult, idemKey, attempt string) error {
+	var rs []recorded
+	if r.status == stepReplayed {
+		var err error
+		if rs, err = parseRecord(r.record); err != nil {
+			return err
+		}
+	} else {
+		rs = make([]recorded, len(st.counters))
+		for i := range st.counters {
+			c := &st.counters[i]
+			rs[i] = recorded{kind: c.kind, amount: c.amount, seg: c.seg, dim: c.dimension}
+		}
 	}
 	_, _, err := g.giveBack(ctx, st.base, modeUndo, attempt, idemKey, rs)
 	return err

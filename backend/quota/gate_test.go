@@ -10,9 +10,10 @@ import (
 	"vouchergate/testkit"
 )
 
-// A step sent again by the Redis client (a retry after a timeout) is still this attempt's own,
-// so a later refusal gives it back; another attempt's replay is not.
-func TestStepSentTwiceIsStillOwn(t *testing.T) {
+// A step sent again by the Redis client (a retry after a timeout) is still this attempt's own.
+// Another attempt's replay makes that attempt the step's holder, and only the holder's undo
+// gives the step back: the first attempt no longer may, since the second relies on it.
+func TestStepHolderUndoes(t *testing.T) {
 	opts, err := redis.ParseURL(testkit.RedisURL)
 	if err != nil {
 		t.Fatal(err)
@@ -28,26 +29,28 @@ func TestStepSentTwiceIsStillOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	var r stepResult
 	for i, want := range []int64{stepTaken, stepTaken} {
-		r, err := g.deduct(ctx, &steps[0], "k", "attempt-1", now.UnixMilli())
+		r, err = g.deduct(ctx, &steps[0], "k", "attempt-1", now.UnixMilli(), nil)
 		if err != nil || r.status != want || r.used != "2:0" {
 			t.Fatalf("send %d: %+v %v; want status %d, used 2", i, r, err, want)
 		}
 	}
-	if r, err := g.deduct(ctx, &steps[0], "k", "attempt-2", now.UnixMilli()); err != nil || r.status != stepReplayed {
-		t.Fatalf("another attempt: %+v %v; want a replay", r, err)
+	replay, err := g.deduct(ctx, &steps[0], "k", "attempt-2", now.UnixMilli(), nil)
+	if err != nil || replay.status != stepReplayed {
+		t.Fatalf("another attempt: %+v %v; want a replay", replay, err)
 	}
-	if err := g.undo(ctx, &steps[0], "k", "attempt-2"); err != nil {
+	if err := g.undo(ctx, &steps[0], &r, "k", "attempt-1"); err != nil {
 		t.Fatal(err)
 	}
 	if st, _, _, _ := g.record(ctx, steps[0].base, "k"); st != "D" {
-		t.Fatalf("another attempt's undo changed the record to %q", st)
+		t.Fatalf("the first attempt's undo, after another replayed the step, changed the record to %q", st)
 	}
-	if err := g.undo(ctx, &steps[0], "k", "attempt-1"); err != nil {
+	if err := g.undo(ctx, &steps[0], &replay, "k", "attempt-2"); err != nil {
 		t.Fatal(err)
 	}
 	if st, _, _, _ := g.record(ctx, steps[0].base, "k"); st != "" {
-		t.Fatalf("the owner's undo left the record %q", st)
+		t.Fatalf("the holder's undo left the record %q", st)
 	}
 	if v, err := rdb.Get(ctx, steps[0].base+"c:"+steps[0].counters[0].seg+":ITEM:1").Result(); err != redis.Nil {
 		t.Fatalf("counter after undo: %q %v; want gone", v, err)

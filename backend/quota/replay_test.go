@@ -18,6 +18,9 @@ import (
 func TestReplayIsNeverUndone(t *testing.T) {
 	servers(t, func(t *testing.T, rdb redis.UniversalClient) {
 		t.Run("reply lost", func(t *testing.T) { replyLost(t, rdb) })
+		t.Run("refused, then completed by a replay", func(t *testing.T) { refusedThenCompleted(t, rdb) })
+		t.Run("replayed, then refused", func(t *testing.T) { replayedThenRefused(t, rdb) })
+		t.Run("replayed and refused while the first completes", func(t *testing.T) { refusedWhileFirstCompletes(t, rdb) })
 	})
 }
 
@@ -57,4 +60,155 @@ func replyLost(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("Y, replaying X's steps: %v (hook fired %v); want 200", yErr, fired)
 	}
 	checkGranted(t, e, day, 1, replayIDs, map[string][]quota.Item{"k": items})
+}
+
+// X takes DEVICE and is refused at USER (another order holds it). Before X gives DEVICE back,
+// that order is rolled back and Y replays DEVICE, takes USER and answers 200. X must leave
+// DEVICE counted.
+func refusedThenCompleted(t *testing.T, rdb redis.UniversalClient) {
+	e, day, items := replayEnv(t, rdb)
+	if _, err := e.deduct(1, "other", item("USER", "u", 1, "ITEM:1")); err != nil {
+		t.Fatal(err)
+	}
+	var yErr error
+	fired := false
+	x := e.backend(t, cmdHook{process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if fired || !isStep(cmd, "USER:u") {
+			return next(ctx, cmd)
+		}
+		fired = true
+		err := next(ctx, cmd) // refused: "other" holds USER u
+		if _, err := e.svc.Rollback(context.WithoutCancel(ctx), 1, "other"); err != nil {
+			t.Errorf("rollback other: %v", err)
+		}
+		_, yErr = e.deduct(1, "k", items...)
+		return err
+	}})
+	_, err := x.Deduct(t.Context(), 1, "k", items)
+	if !errors.Is(err, quota.ErrQuotaExceeded) && !errors.Is(err, quota.ErrUnavailable) {
+		t.Fatalf("X, refused at USER: %v; want ErrQuotaExceeded or ErrUnavailable", err)
+	}
+	if !fired || yErr != nil {
+		t.Fatalf("Y, after room came back: %v (hook fired %v); want 200", yErr, fired)
+	}
+	checkGranted(t, e, day, 1, replayIDs, map[string][]quota.Item{"k": items})
+}
+
+// Y replays X's DEVICE step and waits before its USER step; X is refused at USER and gives
+// back; then room comes back and Y goes on. Y must not answer 200 for a DEVICE step that X gave
+// back; whatever it answers, the counters hold what the 200s took, and the client's retry
+// of Y's answer settles the request.
+func replayedThenRefused(t *testing.T, rdb redis.UniversalClient) {
+	e, day, items := replayEnv(t, rdb)
+	if _, err := e.deduct(1, "other", item("USER", "u", 1, "ITEM:1")); err != nil {
+		t.Fatal(err)
+	}
+	yAtUser, release, yDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	yFired := false
+	y := e.backend(t, cmdHook{process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if !yFired && isStep(cmd, "USER:u") {
+			yFired = true
+			close(yAtUser)
+			<-release
+		}
+		return next(ctx, cmd)
+	}})
+	var yErr error
+	xFired := false
+	x := e.backend(t, cmdHook{process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if !xFired && isStep(cmd, "USER:u") {
+			xFired = true
+			go func() {
+				defer close(yDone)
+				_, yErr = y.Deduct(context.Background(), 1, "k", items)
+			}()
+			<-yAtUser // Y has replayed DEVICE
+		}
+		return next(ctx, cmd)
+	}})
+	if _, err := x.Deduct(t.Context(), 1, "k", items); !errors.Is(err, quota.ErrQuotaExceeded) {
+		close(release)
+		<-yDone
+		t.Fatalf("X, refused at USER: %v; want ErrQuotaExceeded", err)
+	}
+	if _, err := e.svc.Rollback(t.Context(), 1, "other"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	<-yDone
+	t.Logf("Y answered %v", yErr)
+	granted := map[string][]quota.Item{}
+	switch {
+	case yErr == nil:
+		granted["k"] = items
+	case !errors.Is(yErr, quota.ErrUnavailable) && !errors.Is(yErr, quota.ErrQuotaExceeded):
+		t.Fatalf("Y: %v", yErr)
+	}
+	checkGranted(t, e, day, 1, replayIDs, granted)
+	if yErr == nil {
+		return
+	}
+	// the client retries after Y's 503: now there is room
+	if _, err := e.deduct(1, "k", items...); err != nil {
+		t.Fatalf("a retry after Y's %v: %v; want 200", yErr, err)
+	}
+	checkGranted(t, e, day, 1, replayIDs, map[string][]quota.Item{"k": items})
+}
+
+// X takes DEVICE; Z replays it (Z holds it now) and is refused at USER. Before Z gives back,
+// room comes back and X takes USER. Z must not give back DEVICE if X answers 200, nor X
+// answer 200 on a DEVICE step that Z gives back.
+func refusedWhileFirstCompletes(t *testing.T, rdb redis.UniversalClient) {
+	e, day, items := replayEnv(t, rdb)
+	if _, err := e.deduct(1, "other", item("USER", "u", 1, "ITEM:1")); err != nil {
+		t.Fatal(err)
+	}
+	zRefused, zGo, zDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	zFired := false
+	z := e.backend(t, cmdHook{process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if zFired || !isStep(cmd, "USER:u") {
+			return next(ctx, cmd)
+		}
+		zFired = true
+		err := next(ctx, cmd) // refused: "other" holds USER u
+		close(zRefused)
+		<-zGo
+		return err
+	}})
+	var zErr error
+	xFired := false
+	x := e.backend(t, cmdHook{process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if !xFired && isStep(cmd, "USER:u") {
+			xFired = true
+			go func() {
+				defer close(zDone)
+				_, zErr = z.Deduct(context.Background(), 1, "k", items)
+			}()
+			<-zRefused
+			if _, err := e.svc.Rollback(context.WithoutCancel(ctx), 1, "other"); err != nil {
+				t.Errorf("rollback other: %v", err)
+			}
+		}
+		return next(ctx, cmd)
+	}})
+	_, xErr := x.Deduct(t.Context(), 1, "k", items)
+	close(zGo)
+	<-zDone
+	t.Logf("X answered %v, Z %v", xErr, zErr)
+	granted := map[string][]quota.Item{}
+	for _, err := range []error{xErr, zErr} {
+		switch {
+		case err == nil:
+			granted["k"] = items
+		case !errors.Is(err, quota.ErrUnavailable) && !errors.Is(err, quota.ErrQuotaExceeded):
+			t.Fatalf("an attempt answered %v", err)
+		}
+	}
+	checkGranted(t, e, day, 1, replayIDs, granted)
+	if len(granted) == 0 {
+		if _, err := e.deduct(1, "k", items...); err != nil {
+			t.Fatalf("the client's retry: %v; want 200", err)
+		}
+		checkGranted(t, e, day, 1, replayIDs, map[string][]quota.Item{"k": items})
+	}
 }

@@ -4,7 +4,8 @@
 // every counter the rules imply or from none, idempotently by the caller's idemKey.
 //
 // The one ordering rule: a deduct visits identities in the order of (identityType, identity)
-// and undoes only steps it took itself; every step and every undo is idempotent, so no lock is
+// and undoes only steps it holds (took or replayed last), after settling its request, never
+// after a failed call (see Deduct); every step and every undo is idempotent, so no lock is
 // needed and retries never count twice.
 package quota
 

@@ -14,7 +14,7 @@ type Stats struct {
 	Rollbacks   uint64 // rollback calls that passed validation
 	GivenBack   uint64 // amounts rollbacks returned, summed over counters
 	Unavailable uint64 // deduct, rollback and usage calls that ended with ErrUnavailable
-	UndoFailed  uint64 // steps a refused deduct took but could not give back (they stay until retried or rolled back)
+	UndoFailed  uint64 // steps a refused deduct held but could not give back (they stay until retried or rolled back)
 	RuleLoads   uint64 // successful loads of every rule
 	RuleErrors  uint64 // failed loads (the rules held stay in use)
 	Rules       uint64 // rules held now
