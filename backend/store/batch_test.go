@@ -19,6 +19,10 @@ import (
 // openStore migrates a fresh database at url (the test's own unless given) and returns a store
 // on it with its pool.
 func openStore(t *testing.T, url ...string) (*store.Store, *pgxpool.Pool) {
+	return openStoreB(t, url...)
+}
+
+func openStoreB(t testing.TB, url ...string) (*store.Store, *pgxpool.Pool) {
 	t.Helper()
 	dbURL := testkit.Database(t)
 	if len(url) > 0 {
@@ -38,6 +42,10 @@ func openStore(t *testing.T, url ...string) (*store.Store, *pgxpool.Pool) {
 }
 
 func createVoucher(t *testing.T, s *store.Store, code string, total, perUser int) voucher.Voucher {
+	return createVoucherB(t, s, code, total, perUser)
+}
+
+func createVoucherB(t testing.TB, s *store.Store, code string, total, perUser int) voucher.Voucher {
 	t.Helper()
 	v := voucher.Voucher{Code: code, DiscountAmount: 100, TotalLimit: total, PerUserLimit: perUser,
 		StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour), FlashSale: true}
