@@ -149,6 +149,21 @@ func (g *Gate) Orders(ctx context.Context, code string) ([]string, error) {
 	return ids, nil
 }
 
+// Missing returns which of orderIDs hold no use.
+func (g *Gate) Missing(ctx context.Context, code string, orderIDs []string) ([]string, error) {
+	held, err := g.rdb.HMGet(ctx, g.keys(code).Orders, orderIDs...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("gate missing %s: %w", code, err)
+	}
+	var missing []string
+	for i, h := range held {
+		if h == nil {
+			missing = append(missing, orderIDs[i])
+		}
+	}
+	return missing, nil
+}
+
 // Snapshot runs state.lua: remaining, the version and, when sold out, the holders, read in one
 // atomic step, so the version names exactly that state. It makes a Gate a notify.Reader.
 func (g *Gate) Snapshot(ctx context.Context, code string) (notify.Snapshot, error) {

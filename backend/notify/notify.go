@@ -102,6 +102,14 @@ func (n *Notifier) BackInStock(code string) {
 	n.signal()
 }
 
+// HoldersChanged marks code: its state is published again whatever was published last.
+func (n *Notifier) HoldersChanged(code string) {
+	n.mu.Lock()
+	n.dirty[code] = true
+	n.mu.Unlock()
+	n.signal()
+}
+
 // Resync marks every voucher published so far; call it after NATS reconnects.
 func (n *Notifier) Resync() {
 	n.mu.Lock()

@@ -98,8 +98,12 @@ type Gate interface {
 	Orders(ctx context.Context, code string) ([]string, error)
 	// Holders returns every order holding a use, with its holder.
 	Holders(ctx context.Context, code string) (map[string]Holder, error)
+	// Missing returns which of orderIDs hold no use in the gate (all of them when the voucher
+	// is not loaded).
+	Missing(ctx context.Context, code string, orderIDs []string) ([]string, error)
 	// PutBack holds a use for an active redemption the gate lost; false if it held one already
-	// or the voucher is not loaded.
+	// or the voucher is not loaded. It may take remaining below zero (Redis had sold the use
+	// again); reserve.lua then refuses until a hanging use is released.
 	PutBack(ctx context.Context, r Redemption) (bool, error)
 	// Recount restores remaining + held orders = total_limit and the per-customer counts.
 	Recount(ctx context.Context, v Voucher) (Recount, error)
@@ -119,4 +123,7 @@ type Notifier interface {
 	SoldOut(code string)
 	// BackInStock says a release made a use of code available again.
 	BackInStock(code string)
+	// HoldersChanged says orders were put back in Redis: a sold-out state must be published
+	// again with them among its holders.
+	HoldersChanged(code string)
 }

@@ -111,6 +111,13 @@ func (s *Service) Warm(ctx context.Context, code string) error {
 		if err != nil {
 			return nil, fmt.Errorf("warm %s: load redis: %w", code, err)
 		}
+		// A write that committed between the read and the load is not in it; read again, now
+		// that the load is done (a write committing later puts its own order back: keepHeld).
+		again, err := s.store.ActiveRedemptions(ctx, code)
+		if err != nil {
+			return nil, fmt.Errorf("warm %s: read active redemptions again: %w", code, err)
+		}
+		s.keepHeld(ctx, code, again)
 		// The state before the load is unknown (Redis may have lost a sell-out or a release):
 		// say what it is now.
 		if remaining == 0 {

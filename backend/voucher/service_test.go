@@ -78,8 +78,9 @@ type recorder struct {
 	events []string
 }
 
-func (r *recorder) SoldOut(code string)     { r.add("sold out " + code) }
-func (r *recorder) BackInStock(code string) { r.add("back in stock " + code) }
+func (r *recorder) SoldOut(code string)        { r.add("sold out " + code) }
+func (r *recorder) BackInStock(code string)    { r.add("back in stock " + code) }
+func (r *recorder) HoldersChanged(code string) { r.add("holders changed " + code) }
 
 func (r *recorder) add(e string) {
 	r.mu.Lock()

@@ -108,6 +108,17 @@ func (w *writer) commit(batch []*pendingWrite) {
 	w.s.written.batches.Add(1)
 	w.s.written.holds.Add(int64(len(holds)))
 	out, err := w.s.store.ReserveMany(ctx, w.code, holds)
+	if err == nil {
+		written := make([]Redemption, 0, len(out))
+		for _, o := range out {
+			if o.Err == nil {
+				written = append(written, o.Redemption)
+			}
+		}
+		hctx, cancel := context.WithTimeout(context.Background(), w.s.cfg.DBTimeout)
+		w.s.keepHeld(hctx, w.code, written)
+		cancel()
+	}
 	for i, p := range send {
 		if err != nil {
 			p.done <- Written{Err: err}
