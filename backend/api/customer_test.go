@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -16,21 +15,7 @@ func reserveRaw(t *testing.T, b *backendtest.Backend, code, customer, order stri
 	t.Helper()
 	status, body := b.Do(t, "POST", "/vouchers/"+code+"/reservations",
 		fmt.Sprintf(`{"customerId":%s,"orderId":%q,"orderAmount":1000}`, customer, order))
-	a := answer{status: status}
-	if status == 201 {
-		var r wire.ReserveResponse
-		if err := json.Unmarshal(body, &r); err != nil || r.OrderID != order {
-			t.Errorf("201 body %s for order %s", body, order)
-		}
-		a.discount = r.DiscountAmount
-		return a
-	}
-	var e wire.Error
-	if err := json.Unmarshal(body, &e); err != nil || e.Error == "" {
-		t.Errorf("status %d with body %q: not a JSON error", status, body)
-	}
-	a.code = e.Error
-	return a
+	return decodeAnswer(t, status, body, order)
 }
 
 // A numeric customerId works on both paths, and 42 and "42" are one customer: they share the

@@ -33,6 +33,11 @@ func reserveAsClient(t *testing.T, b *backendtest.Backend, code, customer, order
 
 func reserve(t *testing.T, b *backendtest.Backend, code, customer, order string, amount int64) answer {
 	status, body := b.Reserve(t, code, customer, order, amount)
+	return decodeAnswer(t, status, body, order)
+}
+
+// decodeAnswer reads a reservation's answer: the discount of a 201, the code of an error.
+func decodeAnswer(t *testing.T, status int, body []byte, order string) answer {
 	a := answer{status: status}
 	if status == 201 {
 		var r wire.ReserveResponse

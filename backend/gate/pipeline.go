@@ -3,25 +3,23 @@ package gate
 import (
 	"context"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"vouchergate/backend/batch"
 )
 
 // maxPipeline bounds how many calls one pipeline carries.
 const maxPipeline = 512
 
 // pipeline sends the calls of one script that queued while the last pipeline was in flight as
-// one Redis pipeline (auto-pipelining). Redis still runs each call as its own atomic script;
-// a crowd of buyers costs one write and one read per pipeline, on both sides, instead of one
-// per buyer. There is no timer: a lone call goes at once, and pipelines grow with the load.
+// one Redis pipeline (auto-pipelining, on batch.Queue). Redis still runs each call as its own
+// atomic script; a crowd of buyers costs one write and one read per pipeline, on both sides,
+// instead of one per buyer. A lone call goes at once, and pipelines grow with the load.
 type pipeline struct {
 	rdb    redis.UniversalClient
 	script *redis.Script
-
-	mu      sync.Mutex
-	queue   []*scriptCall
-	running bool // a goroutine is sending; it exits when the queue is empty
+	queue  *batch.Queue[*scriptCall]
 }
 
 // scriptCall is one call waiting to be sent, and where its reply goes.
@@ -33,20 +31,16 @@ type scriptCall struct {
 }
 
 func newPipeline(rdb redis.UniversalClient, script *redis.Script) *pipeline {
-	return &pipeline{rdb: rdb, script: script}
+	p := &pipeline{rdb: rdb, script: script}
+	p.queue = batch.New(maxPipeline, p.sendOne)
+	return p
 }
 
 // run runs the script with keys and args in the next pipeline and returns its reply. It returns
 // when the reply came or ctx is done; in the latter case the call may still run.
 func (p *pipeline) run(ctx context.Context, keys []string, args ...any) *redis.Cmd {
 	c := &scriptCall{ctx: ctx, keys: keys, args: args, done: make(chan *redis.Cmd, 1)}
-	p.mu.Lock()
-	p.queue = append(p.queue, c)
-	if !p.running {
-		p.running = true
-		go p.send()
-	}
-	p.mu.Unlock()
+	p.queue.Add(c)
 	select {
 	case cmd := <-c.done:
 		return cmd
@@ -54,26 +48,6 @@ func (p *pipeline) run(ctx context.Context, keys []string, args ...any) *redis.C
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(ctx.Err())
 		return cmd
-	}
-}
-
-// send sends pipelines until the queue is empty.
-func (p *pipeline) send() {
-	for {
-		p.mu.Lock()
-		n := min(len(p.queue), maxPipeline)
-		if n == 0 {
-			p.running = false
-			p.mu.Unlock()
-			return
-		}
-		batch := p.queue[:n:n]
-		p.queue = p.queue[n:]
-		if len(p.queue) == 0 {
-			p.queue = nil
-		}
-		p.mu.Unlock()
-		p.sendOne(batch)
 	}
 }
 

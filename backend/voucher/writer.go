@@ -3,8 +3,9 @@ package voucher
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
+
+	"vouchergate/backend/batch"
 )
 
 // maxBatch bounds how many winners one transaction writes: enough to carry a flash sale past
@@ -13,16 +14,13 @@ const maxBatch = 256
 
 // writer owns one flash voucher's database writes in this process (group commit). Winners
 // queue their holds and wait for their own outcome; while a batch commits the next winners
-// gather, and when it commits all that gathered (up to maxBatch) go next as one transaction.
-// There is no timer: a lone winner is written at once, and batches grow with the load.
-// Writers of other backends serialize with this one on the voucher's row lock.
+// gather, and when it commits all that gathered (up to maxBatch) go next as one transaction
+// (batch.Queue). A lone winner is written at once, and batches grow with the load. Writers of
+// other backends serialize with this one on the voucher's row lock.
 type writer struct {
-	s    *Service
-	code string
-
-	mu      sync.Mutex
-	queue   []*pendingWrite
-	running bool // a goroutine is writing; it exits when the queue is empty
+	s     *Service
+	code  string
+	queue *batch.Queue[*pendingWrite]
 }
 
 // pendingWrite is a winner's hold waiting in the queue, and where its outcome goes.
@@ -37,8 +35,10 @@ func (s *Service) writerFor(code string) *writer {
 	if w, ok := s.writers.Load(code); ok {
 		return w.(*writer)
 	}
-	w, _ := s.writers.LoadOrStore(code, &writer{s: s, code: code})
-	return w.(*writer)
+	w := &writer{s: s, code: code}
+	w.queue = batch.New(maxBatch, w.commit)
+	actual, _ := s.writers.LoadOrStore(code, w)
+	return actual.(*writer)
 }
 
 // write queues h and waits for its outcome, with Store.Reserve's answers: the redemption, a
@@ -47,35 +47,9 @@ func (s *Service) writerFor(code string) *writer {
 // before the outcome is known or unknowable: the writer's own deadline bounds the wait.
 func (w *writer) write(ctx context.Context, h Hold) (Redemption, error) {
 	p := &pendingWrite{ctx: ctx, hold: h, done: make(chan Written, 1)}
-	w.mu.Lock()
-	w.queue = append(w.queue, p)
-	if !w.running {
-		w.running = true
-		go w.run()
-	}
-	w.mu.Unlock()
+	w.queue.Add(p)
 	out := <-p.done
 	return out.Redemption, out.Err
-}
-
-// run writes batches until the queue is empty.
-func (w *writer) run() {
-	for {
-		w.mu.Lock()
-		n := min(len(w.queue), maxBatch)
-		if n == 0 {
-			w.running = false
-			w.mu.Unlock()
-			return
-		}
-		batch := w.queue[:n:n]
-		w.queue = w.queue[n:]
-		if len(w.queue) == 0 {
-			w.queue = nil // let the batch's backing array go
-		}
-		w.mu.Unlock()
-		w.commit(batch)
-	}
 }
 
 // commit writes one batch and answers each of its winners. A hold is sent only while its write
