@@ -115,5 +115,17 @@ func RedisPrefix(t testing.TB) string {
 	return prefix
 }
 
+// Redis returns a client of the shared Redis, closed when the test ends.
+func Redis(t testing.TB) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(RedisURL)
+	if err != nil {
+		t.Fatalf("testkit: VG_TEST_REDIS_URL %q: %v", RedisURL, err)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
 // NATSPrefix returns a fresh subject prefix.
 func NATSPrefix() string { return Name("vgt") }

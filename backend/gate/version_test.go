@@ -49,13 +49,7 @@ func (v *versions) kept(step string) {
 
 func singleRedis(t *testing.T) (redis.UniversalClient, string) {
 	t.Helper()
-	opts, err := redis.ParseURL(testkit.RedisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb, testkit.RedisPrefix(t)
+	return testkit.Redis(t), testkit.RedisPrefix(t)
 }
 
 func TestEveryChangeRaisesTheVersion(t *testing.T) {

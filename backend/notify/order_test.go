@@ -51,16 +51,7 @@ func (p *pausing) Snapshot(ctx context.Context, code string) (notify.Snapshot, e
 	return snap, err
 }
 
-func redisClient(t *testing.T) *redis.Client {
-	t.Helper()
-	opts, err := redis.ParseURL(testkit.RedisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
+func redisClient(t *testing.T) *redis.Client { return testkit.Redis(t) }
 
 func natsConn(t *testing.T) *nats.Conn {
 	t.Helper()

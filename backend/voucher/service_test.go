@@ -43,12 +43,7 @@ func newEnv(t *testing.T, cfg voucher.Config, wrap func(voucher.Store) voucher.S
 	if err := store.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := redis.ParseURL(testkit.RedisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := testkit.Redis(t)
 	prefix := testkit.RedisPrefix(t)
 	e := &env{store: store.New(pool), gate: gate.New(rdb, prefix), pool: pool, rdb: rdb,
 		clock: &backendtest.Clock{}, note: &recorder{},

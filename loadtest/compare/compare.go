@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"slices"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -149,16 +148,7 @@ func summarize(rs []load.Result) Summary {
 		p99 = append(p99, r.Latency.Quantile(0.99))
 		mx = append(mx, r.Latency.Max())
 	}
-	return Summary{RPS: median(rps), P50: median(p50), P99: median(p99), Max: median(mx)}
-}
-
-func median[T float64 | time.Duration](v []T) T {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
+	return Summary{RPS: load.Median(rps), P50: load.Median(p50), P99: load.Median(p99), Max: load.Median(mx)}
 }
 
 // BareSummary and EdgeSummary are the medians of each server's rounds.

@@ -1,18 +1,12 @@
 package flashbench
 
 import (
-	"slices"
 	"time"
+
+	"vouchergate/loadtest/load"
 )
 
-func median[T float64 | time.Duration](v []T) T {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
+func median[T float64 | time.Duration](v []T) T { return load.Median(v) }
 
 func collect[R any, T any](rs []R, f func(R) T) []T {
 	out := make([]T, 0, len(rs))

@@ -2,6 +2,7 @@ package load
 
 import (
 	"math/bits"
+	"slices"
 	"time"
 )
 
@@ -77,4 +78,15 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 		}
 	}
 	return h.max
+}
+
+// Median is the middle of v (the upper one of an even count), 0 for none: how rounds of a
+// comparison are summed up.
+func Median[T float64 | time.Duration](v []T) T {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
