@@ -291,3 +291,60 @@ func TestReserveStatementOutcomeUnknown(t *testing.T) {
 		t.Errorf("used_count %d after the cut statement, want 1 (the server committed)", used)
 	}
 }
+
+// The database refuses by itself what a wrong writer might send (DESIGN: "even if every layer
+// above it is wrong"): a redemption whose per_user_limit is not its voucher's, or whose voucher
+// does not exist, in a single insert or among a batch's; a voucher with redemptions keeps its
+// code; a change of its per_user_limit reaches its redemptions, and is refused where a slot
+// would no longer fit.
+func TestTheDatabaseGuardsRedemptionsAgainstTheirVoucher(t *testing.T) {
+	s, pool := openStore(t)
+	ctx := context.Background()
+	createVoucher(t, s, "G", 10, 2)
+	now := time.Now()
+	if _, err := s.Reserve(ctx, hold("G", "c1", "o1", now), now); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(rows string) error {
+		_, err := pool.Exec(ctx, `INSERT INTO redemptions (voucher_code, per_user_limit, customer_id, order_id, slot,
+			status, order_amount, discount_amount, reserved_at, hold_expires_at) VALUES `+rows)
+		return err
+	}
+	row := func(code string, limit, slot int, order string) string {
+		return fmt.Sprintf("('%s', %d, 'cx', '%s', %d, 'RESERVED', 1, 1, now(), now())", code, limit, order, slot)
+	}
+	for name, rows := range map[string]string{
+		"a per_user_limit above the voucher's": row("G", 5, 3, "w1"),
+		"no such voucher":                      row("NOPE", 2, 1, "w2"),
+		"one wrong row among good ones":        row("G", 2, 1, "w3") + ", " + row("G", 3, 3, "w4") + ", " + row("G", 2, 2, "w5"),
+	} {
+		if err := insert(rows); err == nil {
+			t.Errorf("%s: inserted", name)
+		}
+	}
+	if err := insert(row("G", 2, 1, "ok")); err != nil {
+		t.Errorf("a matching row: %v", err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE vouchers SET code = 'G2' WHERE code = 'G'`); err == nil {
+		t.Error("renamed a voucher that has redemptions")
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM vouchers WHERE code = 'G'`); err == nil {
+		t.Error("deleted a voucher that has redemptions")
+	}
+	if _, err := pool.Exec(ctx, `UPDATE vouchers SET per_user_limit = 3 WHERE code = 'G'`); err != nil {
+		t.Errorf("raise per_user_limit: %v", err)
+	}
+	var carried int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM redemptions WHERE voucher_code = 'G' AND per_user_limit <> 3`).Scan(&carried); err != nil || carried != 0 {
+		t.Errorf("%d redemptions kept the old per_user_limit (%v)", carried, err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE redemptions SET per_user_limit = 1 WHERE order_id = 'o1'`); err == nil {
+		t.Error("a redemption's per_user_limit moved away from its voucher's")
+	}
+	if _, err := pool.Exec(ctx, `UPDATE vouchers SET per_user_limit = 1 WHERE code = 'G'`); err != nil {
+		t.Errorf("lower per_user_limit where every slot fits: %v", err)
+	}
+	if err := insert(row("G", 1, 2, "slot2")); err == nil {
+		t.Error("inserted a slot above per_user_limit")
+	}
+}
