@@ -56,12 +56,12 @@ func (w *writer) write(ctx context.Context, h Hold) (Redemption, error) {
 // can still end before staleAfter (counted from its reservation, as a retry counts it), so a
 // retry that finds the hold stale can give it back: a hold that waited too long is answered
 // ErrNotWritten, and the batch's deadline ends by the earliest hold's cutoff.
-func (w *writer) commit(batch []*pendingWrite) {
+func (w *writer) commit(pending []*pendingWrite) {
 	now := w.s.cfg.Clock.Now()
 	budget := w.s.cfg.DBTimeout
-	holds := make([]Hold, 0, len(batch))
-	send := batch[:0:0]
-	for _, p := range batch {
+	holds := make([]Hold, 0, len(pending))
+	send := pending[:0:0]
+	for _, p := range pending {
 		sendBy := p.hold.ReservedAt.Truncate(time.Millisecond).Add(w.s.cfg.DBTimeout)
 		switch {
 		case p.ctx.Err() != nil:
