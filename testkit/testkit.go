@@ -1,6 +1,7 @@
 // Package testkit isolates tests that share this machine's PostgreSQL, Redis and NATS, and
 // starts throwaway servers on free 127.0.0.1 ports for fault tests (redis_server.go,
-// postgres_server.go, nats_server.go, redis_cluster.go).
+// postgres_server.go, nats_server.go, redis_cluster.go), and a TCP proxy that cuts a
+// PostgreSQL connection once a chosen message has been answered (cutproxy.go).
 //
 // Each test gets its own database, Redis key prefix and NATS subject prefix, so packages run
 // in parallel against one set of servers. The shared servers' addresses come from
