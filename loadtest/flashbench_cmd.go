@@ -61,7 +61,7 @@ func runAllWin(ctx context.Context, args []string) error {
 	return nil
 }
 
-func runSale(ctx context.Context, args []string) error {
+func runSellout(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sellout", flag.ExitOnError)
 	srv, binary := systemFlags(fs)
 	s := flashbench.SaleSettings{}

@@ -36,7 +36,7 @@ func main() {
 	case "allwin":
 		err = runAllWin(ctx, os.Args[2:])
 	case "sellout":
-		err = runSale(ctx, os.Args[2:])
+		err = runSellout(ctx, os.Args[2:])
 	default:
 		usage()
 	}
