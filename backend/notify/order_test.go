@@ -80,17 +80,6 @@ func startEdge(t *testing.T, names events.Names) (*listen.Listener, *soldout.Cac
 	return l, cache
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // mayHold reports whether the edge answers code as sold out while forwarding orderID's retry.
 func mayHold(c *soldout.Cache, code, orderID string) (soldOut, forwarded bool) {
 	e, _ := c.Lookup([]byte(code), time.Now())
@@ -144,7 +133,7 @@ func TestStaleStateFromAStalledBackendLosesToANewerOne(t *testing.T) {
 		t.Fatalf("compensate L: %v %d %v", released, remaining, err)
 	}
 	b2.BackInStock(code)
-	eventually(t, "B2's back in stock in the bucket", func() bool {
+	testkit.Eventually(t, "B2's back in stock in the bucket", func() bool {
 		s, ok := bucketState(t, nc2, names, code)
 		return ok && !s.SoldOut
 	})
@@ -155,14 +144,14 @@ func TestStaleStateFromAStalledBackendLosesToANewerOne(t *testing.T) {
 		t.Fatalf("N reserves the last use: %+v %v", r, err)
 	}
 	b2.SoldOut(code)
-	eventually(t, "B2's sell-out in the bucket", func() bool {
+	testkit.Eventually(t, "B2's sell-out in the bucket", func() bool {
 		s, ok := bucketState(t, nc2, names, code)
 		return ok && s.SoldOut
 	})
 	if s, _ := bucketState(t, nc2, names, code); !s.Holders.MayHold([]byte("N")) {
 		t.Fatal("B2's sell-out does not name N")
 	}
-	eventually(t, "the edge learns B2's sell-out", func() bool {
+	testkit.Eventually(t, "the edge learns B2's sell-out", func() bool {
 		soldOut, fwd := mayHold(edge, code, "N")
 		return soldOut && fwd
 	})
@@ -176,7 +165,7 @@ func TestStaleStateFromAStalledBackendLosesToANewerOne(t *testing.T) {
 	// Everything written before the marker has reached the listening edge once the marker has.
 	mark := events.VoucherState{Code: "MARK", SoldOut: true, At: time.Now().UTC(), Holders: events.NewHolderFilter(nil)}
 	putRaw(t, nc2, names, mark)
-	eventually(t, "the edge reads the marker", func() bool { soldOut, _ := mayHold(edge, "MARK", "x"); return soldOut })
+	testkit.Eventually(t, "the edge reads the marker", func() bool { soldOut, _ := mayHold(edge, "MARK", "x"); return soldOut })
 
 	if s, _ := bucketState(t, nc2, names, code); !s.SoldOut || !s.Holders.MayHold([]byte("N")) {
 		t.Errorf("bucket: the stale sell-out (holders {L}) overwrote the newest (holders {N})")

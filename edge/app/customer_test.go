@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
+	"vouchergate/testkit"
 
 	"vouchergate/backend/backendtest"
 )
@@ -42,7 +42,7 @@ func TestNumericCustomerIDThroughTheEdge(t *testing.T) {
 	if a := e.reserveRaw(t, "FLASH", `44`, "flash-3"); a.Status != 409 {
 		t.Fatalf("third reservation of two uses: %d %s; want 409", a.Status, a.Body)
 	}
-	eventually(t, 3*time.Second, "the edge knows the sell-out", func() bool { return e.knows("FLASH") })
+	testkit.Eventually(t, "the edge knows the sell-out", func() bool { return e.knows("FLASH") })
 
 	before := front.reserves.Load()
 	for _, c := range []struct{ customer, order string }{{`42`, "flash-1"}, {`"42"`, "flash-1"}, {`43`, "flash-2"}} {

@@ -20,10 +20,10 @@ func TestEdgeResyncsWhenNATSReturns(t *testing.T) {
 	e := startEdge(t, ecfg)
 
 	granted := sellOut(t, b, e, "FLASH", 5)
-	eventually(t, 3*time.Second, "sell-out learned", func() bool { return e.knows("FLASH") })
+	testkit.Eventually(t, "sell-out learned", func() bool { return e.knows("FLASH") })
 
 	nats.Kill()
-	eventually(t, 5*time.Second, "edge sees NATS down", func() bool { return !e.App.Listener.Connected() })
+	testkit.Eventually(t, "edge sees NATS down", func() bool { return !e.App.Listener.Connected() })
 	// Back in stock while NATS is away: no event can reach the edge.
 	if status, body := b.Do(t, "DELETE", "/vouchers/FLASH/reservations/"+granted[0], nil); status != 200 {
 		t.Fatalf("release: %d %s", status, body)
@@ -34,8 +34,8 @@ func TestEdgeResyncsWhenNATSReturns(t *testing.T) {
 	}
 	syncs := e.App.Listener.Syncs()
 	nats.Start()
-	eventually(t, 10*time.Second, "edge read the sold-out set again", func() bool { return e.App.Listener.Syncs() > syncs })
-	eventually(t, 10*time.Second, "back in stock learned after NATS returned", func() bool { return !e.knows("FLASH") })
+	testkit.Eventually(t, "edge read the sold-out set again", func() bool { return e.App.Listener.Syncs() > syncs })
+	testkit.Eventually(t, "back in stock learned after NATS returned", func() bool { return !e.knows("FLASH") })
 	if a := e.reserve(t, "FLASH", "after", "after-order"); a.Status != 201 {
 		t.Fatalf("reservation after the resync: %d %s", a.Status, a.Body)
 	}
@@ -57,7 +57,7 @@ func TestWithNATSDownTheEdgeLearnsFromPassing409s(t *testing.T) {
 	if a := e.reserve(t, "FLASH", "late-0", "late-0"); a.Status != 409 {
 		t.Fatalf("first late order: %d %s", a.Status, a.Body)
 	}
-	eventually(t, 3*time.Second, "holders read from the backend after a passing 409", func() bool { return e.knows("FLASH") })
+	testkit.Eventually(t, "holders read from the backend after a passing 409", func() bool { return e.knows("FLASH") })
 	before := front.reserves.Load()
 	counts := hammer(t, e, "FLASH", 2000, 16)
 	if counts[409] != 2000 {
@@ -83,7 +83,7 @@ func TestKilledBackend(t *testing.T) {
 	ecfg.BackendTimeout = 2 * time.Second
 	e := startEdge(t, ecfg)
 	admin.CreateVoucher(t, backendtest.Voucher{Code: "NORMAL", Discount: 10, TotalLimit: 100000, PerUserLimit: 1000})
-	eventually(t, 3*time.Second, "both backends in service", func() bool { return e.App.Pool.Healthy() == 2 })
+	testkit.Eventually(t, "both backends in service", func() bool { return e.App.Pool.Healthy() == 2 })
 
 	// Reservations keep coming while backend 1 is killed.
 	stop := make(chan struct{})
@@ -112,7 +112,7 @@ func TestKilledBackend(t *testing.T) {
 	}()
 	time.Sleep(200 * time.Millisecond)
 	b1.kill()
-	eventually(t, 3*time.Second, "killed backend out of service", func() bool { return e.App.Pool.Healthy() == 1 })
+	testkit.Eventually(t, "killed backend out of service", func() bool { return e.App.Pool.Healthy() == 1 })
 	time.Sleep(200 * time.Millisecond)
 	close(stop)
 	if err := <-results; err != nil {
@@ -126,18 +126,18 @@ func TestKilledBackend(t *testing.T) {
 	}
 
 	b1.start()
-	eventually(t, 5*time.Second, "restarted backend back in service", func() bool { return e.App.Pool.Healthy() == 2 })
+	testkit.Eventually(t, "restarted backend back in service", func() bool { return e.App.Pool.Healthy() == 2 })
 
 	// Every backend gone: a quick JSON 503, never a hang.
 	b1.kill()
 	b2.kill()
-	eventually(t, 3*time.Second, "both backends out", func() bool { return e.App.Pool.Healthy() == 0 })
+	testkit.Eventually(t, "both backends out", func() bool { return e.App.Pool.Healthy() == 0 })
 	a := e.reserve(t, "NORMAL", "c", "none-left")
 	if a.Status != 503 || !jsonGatewayError(a.Body) {
 		t.Fatalf("with no backend: %d %s; want a JSON 503", a.Status, a.Body)
 	}
 	b1.start()
-	eventually(t, 5*time.Second, "a backend back", func() bool { return e.App.Pool.Healthy() == 1 })
+	testkit.Eventually(t, "a backend back", func() bool { return e.App.Pool.Healthy() == 1 })
 	if a := e.reserve(t, "NORMAL", "c", "recovered"); a.Status != 201 {
 		t.Fatalf("after the backend returned: %d %s", a.Status, a.Body)
 	}

@@ -165,17 +165,6 @@ func hammer(t *testing.T, e *edge, code string, n, workers int) map[int]int {
 	return counts
 }
 
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func discountOf(t *testing.T, body string) int64 {
 	t.Helper()
 	var r struct {

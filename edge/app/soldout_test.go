@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"vouchergate/testkit"
 
 	"vouchergate/backend/backendtest"
 )
@@ -33,8 +34,8 @@ func TestSellOutThroughTwoEdges(t *testing.T) {
 	e2 := startEdge(t, edgeConfig(cfg.NATSURL, cfg.NATSPrefix, front2.Addr))
 
 	granted := sellOut(t, b, e1, "FLASH", 20)
-	eventually(t, 3*time.Second, "edge 1 knows the sell-out", func() bool { return e1.knows("FLASH") })
-	eventually(t, 3*time.Second, "edge 2 learns the sell-out over NATS", func() bool { return e2.knows("FLASH") })
+	testkit.Eventually(t, "edge 1 knows the sell-out", func() bool { return e1.knows("FLASH") })
+	testkit.Eventually(t, "edge 2 learns the sell-out over NATS", func() bool { return e2.knows("FLASH") })
 	if n := front2.reserves.Load() + front2.others.Load(); n != 0 {
 		t.Fatalf("edge 2 sent %d requests to the backend to learn; want 0", n)
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
+	"vouchergate/testkit"
 
 	"vouchergate/backend/backendtest"
 )
@@ -15,7 +15,7 @@ func TestStatusEndpoints(t *testing.T) {
 	admin := backendtest.Start(t, cfg)
 	e := startEdge(t, edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b.addr))
 	sellOut(t, admin, e, "STATUS", 2)
-	eventually(t, 3*time.Second, "sell-out learned", func() bool { return e.knows("STATUS") })
+	testkit.Eventually(t, "sell-out learned", func() bool { return e.knows("STATUS") })
 
 	if a := e.do(t, "GET", "/healthz", ""); a.Status != 200 || a.Body != `{"status":"ok"}` {
 		t.Fatalf("/healthz: %d %s", a.Status, a.Body)
@@ -54,7 +54,7 @@ func TestStatusEndpoints(t *testing.T) {
 	}
 
 	b.kill()
-	eventually(t, 3*time.Second, "backend out", func() bool { return e.App.Pool.Healthy() == 0 })
+	testkit.Eventually(t, "backend out", func() bool { return e.App.Pool.Healthy() == 0 })
 	if a := e.do(t, "GET", "/readyz", ""); a.Status != 503 || !strings.Contains(a.Body, `"ready":false`) {
 		t.Fatalf("/readyz with no backend: %d %s", a.Status, a.Body)
 	}

@@ -99,17 +99,6 @@ func waitSynced(t *testing.T, l *Listener) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func soldOutIn(c *soldout.Cache, code string) bool {
 	e, _ := c.Lookup([]byte(code), time.Now())
 	return e != nil
@@ -122,12 +111,12 @@ func TestLearnsSellOutAndBackInStock(t *testing.T) {
 	b := newBackendSide(t, testkit.NATSURL, names)
 
 	b.put(soldOut("FLASH", "o-1"))
-	eventually(t, "sell-out learned", func() bool { return soldOutIn(cache, "FLASH") })
+	testkit.Eventually(t, "sell-out learned", func() bool { return soldOutIn(cache, "FLASH") })
 	if e, _ := cache.Lookup([]byte("FLASH"), time.Now()); !e.MayHold([]byte("o-1")) {
 		t.Fatal("holders lost on the way")
 	}
 	b.put(events.VoucherState{Code: "FLASH", At: time.Now().UTC()})
-	eventually(t, "back in stock learned", func() bool { return !soldOutIn(cache, "FLASH") })
+	testkit.Eventually(t, "back in stock learned", func() bool { return !soldOutIn(cache, "FLASH") })
 }
 
 func TestStartedAfterTheSellOutKnowsItOnceSynced(t *testing.T) {
@@ -187,15 +176,15 @@ func TestResyncsAfterNATSReturns(t *testing.T) {
 	}
 
 	srv.Kill()
-	eventually(t, "listener sees NATS down", func() bool { return !l.Connected() })
+	testkit.Eventually(t, "listener sees NATS down", func() bool { return !l.Connected() })
 	before := l.Syncs()
 	srv.Start()
-	eventually(t, "listener reconnected and read the bucket again", func() bool { return l.Syncs() > before })
+	testkit.Eventually(t, "listener reconnected and read the bucket again", func() bool { return l.Syncs() > before })
 	if !soldOutIn(cache, "FLASH") {
 		t.Fatal("sold-out entry lost over the reconnect")
 	}
 	b.put(events.VoucherState{Code: "FLASH", At: time.Now().UTC()})
-	eventually(t, "back in stock learned after the reconnect", func() bool { return !soldOutIn(cache, "FLASH") })
+	testkit.Eventually(t, "back in stock learned after the reconnect", func() bool { return !soldOutIn(cache, "FLASH") })
 }
 
 func TestStartsWithNATSDownAndSyncsWhenItComes(t *testing.T) {
@@ -234,7 +223,7 @@ func TestIgnoresAStateOlderThanItsOwn(t *testing.T) {
 		marker++
 		code := fmt.Sprintf("MARK%d", marker)
 		b.put(soldOut(code))
-		eventually(t, "marker applied", func() bool { return soldOutIn(cache, code) })
+		testkit.Eventually(t, "marker applied", func() bool { return soldOutIn(cache, code) })
 	}
 
 	b.put(versioned(soldOut("FLASH", "N"), 12))

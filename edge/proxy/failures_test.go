@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"vouchergate/testkit"
 
 	"github.com/valyala/fasthttp"
 )
@@ -83,7 +84,7 @@ func doBounded(t *testing.T, e *edge, method, uri string) answerOf {
 
 func TestNoBackendGets503WithRetryAfter(t *testing.T) {
 	e := startEdge(t, edgeConfig{backends: []string{freeAddr(t)}})
-	eventually(t, "dead backend out of service", func() bool { return e.pool.Healthy() == 0 })
+	testkit.Eventually(t, "dead backend out of service", func() bool { return e.pool.Healthy() == 0 })
 	a := e.reserve(t, "FLASH", "o-1")
 	if a.status != 503 || errorCode(t, a) != "UNAVAILABLE" || string(a.header.Peek("Retry-After")) != "1" {
 		t.Fatalf("answer %d %s (Retry-After %q); want 503 UNAVAILABLE with Retry-After", a.status, a.body, a.header.Peek("Retry-After"))
@@ -114,7 +115,7 @@ func TestAKilledBackendIsRoutedAroundAndTakenBack(t *testing.T) {
 			t.Fatalf("with one backend down: %d %s", a.status, a.body)
 		}
 	}
-	eventually(t, "killed backend out of service", func() bool { return e.pool.Healthy() == 1 })
+	testkit.Eventually(t, "killed backend out of service", func() bool { return e.pool.Healthy() == 1 })
 	for i := range 50 {
 		if a := e.reserve(t, "FLASH", "c-"+itoa(i)); a.status != 201 {
 			t.Fatalf("once the dead backend is out, the other must serve: %d %s", a.status, a.body)
@@ -127,7 +128,7 @@ func TestAKilledBackendIsRoutedAroundAndTakenBack(t *testing.T) {
 	s1again := &fasthttp.Server{Handler: b1.handle}
 	go s1again.Serve(ln) //nolint:errcheck
 	t.Cleanup(func() { _ = s1again.Shutdown() })
-	eventually(t, "backend back in service", func() bool { return e.pool.Healthy() == 2 })
+	testkit.Eventually(t, "backend back in service", func() bool { return e.pool.Healthy() == 2 })
 	before := b1.reserves.Load()
 	for i := range 50 {
 		e.reserve(t, "FLASH", "d-"+itoa(i))

@@ -232,17 +232,6 @@ func soldOutState(code string, holders ...string) events.VoucherState {
 	return events.VoucherState{Code: code, SoldOut: true, At: time.Now().UTC(), Holders: events.NewHolderFilter(holders)}
 }
 
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // errorCode decodes a JSON error answer, failing the test if it is not one.
 func errorCode(t testing.TB, a answerOf) string {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"net"
 	"testing"
 	"time"
+	"vouchergate/testkit"
 
 	"github.com/valyala/fasthttp"
 )
@@ -69,7 +70,7 @@ func TestPassing409TeachesTheEdgeTheHolders(t *testing.T) {
 	if a := e.reserve(t, "FLASH", "late-0"); a.status != 409 {
 		t.Fatalf("second reservation: %d %s", a.status, a.body)
 	}
-	eventually(t, "holders read after the passing 409", func() bool { en, _ := e.cache.Lookup([]byte("FLASH"), time.Now()); return en != nil })
+	testkit.Eventually(t, "holders read after the passing 409", func() bool { en, _ := e.cache.Lookup([]byte("FLASH"), time.Now()); return en != nil })
 	before := b.reserves.Load()
 	for i := range 100 {
 		if a := e.reserve(t, "FLASH", fmt.Sprintf("late-%d", i+1)); a.status != 409 {
@@ -90,12 +91,12 @@ func TestBackInStockFromTheBackendClearsTheEntry(t *testing.T) {
 	e := startEdge(t, edgeConfig{backends: []string{addr}})
 	e.reserve(t, "FLASH", "winner")
 	e.reserve(t, "FLASH", "late")
-	eventually(t, "sell-out learned", func() bool { en, _ := e.cache.Lookup([]byte("FLASH"), time.Now()); return en != nil })
+	testkit.Eventually(t, "sell-out learned", func() bool { en, _ := e.cache.Lookup([]byte("FLASH"), time.Now()); return en != nil })
 	b.release("FLASH", "winner")
 	// The holder's retry is forwarded; the backend, back in stock, grants it; a new order that
 	// reaches the backend and is refused would teach the edge again, but here it is granted.
 	e.refresher.Ask("FLASH")
-	eventually(t, "back in stock learned", func() bool { en, _ := e.cache.Lookup([]byte("FLASH"), time.Now()); return en == nil })
+	testkit.Eventually(t, "back in stock learned", func() bool { en, _ := e.cache.Lookup([]byte("FLASH"), time.Now()); return en == nil })
 	if a := e.reserve(t, "FLASH", "next"); a.status != 201 {
 		t.Fatalf("reservation after the release: %d %s", a.status, a.body)
 	}

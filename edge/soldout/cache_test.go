@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"vouchergate/testkit"
 
 	"vouchergate/shared/events"
 )
@@ -211,7 +212,7 @@ func TestEntriesLiveInBigcache(t *testing.T) {
 		t.Fatalf("Len = %d; want 1", c.Len())
 	}
 	// No Sweep: bigcache's own cleaning (LifeWindow 1 s, 1 s resolution) must evict the record.
-	eventually(t, "bigcache evicted the record", func() bool { return c.Len() == 0 })
+	testkit.Eventually(t, "bigcache evicted the record", func() bool { return c.Len() == 0 })
 	// The record's expiry would still let it answer at the learning time: only bigcache's
 	// eviction can make this lookup miss.
 	if e, _ := c.Lookup([]byte("FLASH"), learned); e != nil {

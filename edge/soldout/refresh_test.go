@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"vouchergate/testkit"
 
 	"vouchergate/shared/events"
 )
@@ -41,17 +42,6 @@ func (s *states) VoucherState(ctx context.Context, code string) (events.VoucherS
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestRefresherLearnsFromTheSource(t *testing.T) {
 	c := New(Options{TTL: time.Minute})
 	src := &states{m: map[string]events.VoucherState{"FLASH": soldOut("FLASH", "o-1")}}
@@ -61,7 +51,7 @@ func TestRefresherLearnsFromTheSource(t *testing.T) {
 	for range 50 {
 		r.Ask("FLASH")
 	}
-	eventually(t, "entry learned", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e != nil })
+	testkit.Eventually(t, "entry learned", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e != nil })
 	time.Sleep(50 * time.Millisecond)
 	if n := src.reads.Load(); n != 1 {
 		t.Fatalf("50 asks within the interval made %d reads; want 1", n)
@@ -78,7 +68,7 @@ func TestRefresherRemovesAVoucherBackInStock(t *testing.T) {
 	r := NewRefresher(c, src, time.Millisecond, time.Second, quiet)
 	defer r.Close()
 	r.Ask("FLASH")
-	eventually(t, "entry removed", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e == nil })
+	testkit.Eventually(t, "entry removed", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e == nil })
 }
 
 func TestRefresherDropsAReadOvertakenByAnEvent(t *testing.T) {
@@ -87,7 +77,7 @@ func TestRefresherDropsAReadOvertakenByAnEvent(t *testing.T) {
 	r := NewRefresher(c, src, time.Millisecond, time.Second, quiet)
 	defer r.Close()
 	r.Ask("FLASH")
-	eventually(t, "read started", func() bool { return src.reads.Load() == 1 })
+	testkit.Eventually(t, "read started", func() bool { return src.reads.Load() == 1 })
 	if err := c.Apply(events.VoucherState{Code: "FLASH"}); err != nil { // back in stock, meanwhile
 		t.Fatal(err)
 	}
@@ -103,7 +93,7 @@ func TestRefresherCloseCancelsReads(t *testing.T) {
 	src := &states{m: map[string]events.VoucherState{}, gate: make(chan struct{})}
 	r := NewRefresher(c, src, time.Millisecond, time.Hour, quiet)
 	r.Ask("FLASH")
-	eventually(t, "read started", func() bool { return src.reads.Load() == 1 })
+	testkit.Eventually(t, "read started", func() bool { return src.reads.Load() == 1 })
 	done := make(chan struct{})
 	go func() { r.Close(); close(done) }()
 	select {
@@ -119,12 +109,12 @@ func TestRefresherKeepsAnAskThatCameTooSoon(t *testing.T) {
 	r := NewRefresher(c, src, 100*time.Millisecond, time.Second, quiet)
 	defer r.Close()
 	r.Ask("FLASH")
-	eventually(t, "sold out learned", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e != nil })
+	testkit.Eventually(t, "sold out learned", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e != nil })
 	src.mu.Lock()
 	src.m["FLASH"] = events.VoucherState{Code: "FLASH"} // a release, right after
 	src.mu.Unlock()
 	r.Ask("FLASH") // within the interval: must not be lost
-	eventually(t, "back in stock learned", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e == nil })
+	testkit.Eventually(t, "back in stock learned", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e == nil })
 	if n := src.reads.Load(); n != 2 {
 		t.Fatalf("reads = %d; want 2", n)
 	}

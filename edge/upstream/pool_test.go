@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"vouchergate/testkit"
 
 	"github.com/valyala/fasthttp"
 
@@ -113,17 +114,6 @@ func get(p *Pool, path string) (int, error) {
 	return resp.StatusCode(), err
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestPoolSpreadsCalls(t *testing.T) {
 	a, b := startServer(t, ok), startServer(t, ok)
 	p := newPool(t, a, b)
@@ -150,7 +140,7 @@ func TestPoolSurvivesAKilledBackendAndTakesItBack(t *testing.T) {
 		t.Fatalf("Healthy = %d with one backend killed; want 1", p.Healthy())
 	}
 	a.restart()
-	eventually(t, "killed backend back in service", func() bool { return p.Healthy() == 2 })
+	testkit.Eventually(t, "killed backend back in service", func() bool { return p.Healthy() == 2 })
 	before := a.hits.Load()
 	for range 50 {
 		_, _ = get(p, "/x")
@@ -164,7 +154,7 @@ func TestPoolWithNoBackendFailsFast(t *testing.T) {
 	a := startServer(t, ok)
 	p := newPool(t, a)
 	a.stop()
-	eventually(t, "backend out", func() bool { _, _ = get(p, "/x"); return p.Healthy() == 0 })
+	testkit.Eventually(t, "backend out", func() bool { _, _ = get(p, "/x"); return p.Healthy() == 0 })
 	if _, err := get(p, "/x"); !errors.Is(err, ErrNoBackend) {
 		t.Fatalf("err = %v; want ErrNoBackend", err)
 	}
@@ -174,7 +164,7 @@ func TestFailingHealthCheckTakesBackendOut(t *testing.T) {
 	a, b := startServer(t, ok), startServer(t, ok)
 	p := newPool(t, a, b)
 	a.healthy.Store(false)
-	eventually(t, "unhealthy backend out", func() bool { return p.Healthy() == 1 })
+	testkit.Eventually(t, "unhealthy backend out", func() bool { return p.Healthy() == 1 })
 	before := a.hits.Load()
 	for range 20 {
 		_, _ = get(p, "/x")
@@ -183,7 +173,7 @@ func TestFailingHealthCheckTakesBackendOut(t *testing.T) {
 		t.Fatal("backend failing its health check still gets calls")
 	}
 	a.healthy.Store(true)
-	eventually(t, "backend back", func() bool { return p.Healthy() == 2 })
+	testkit.Eventually(t, "backend back", func() bool { return p.Healthy() == 2 })
 }
 
 func TestSlowBackendTimesOut(t *testing.T) {

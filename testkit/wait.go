@@ -1,0 +1,23 @@
+package testkit
+
+import (
+	"testing"
+	"time"
+)
+
+// WaitBound is how long Eventually waits: a bound on waiting, generous for a loaded machine,
+// not a measure of speed (times belong in benchmarks).
+const WaitBound = 30 * time.Second
+
+// Eventually polls cond until it holds, and fails the test naming what it waited for if it
+// has not after WaitBound.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(WaitBound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting after %v: %s", WaitBound, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
