@@ -1,12 +1,10 @@
-# The README's two commands: `make run` and `make test`.
+# The README's two commands, `make run` and `make test`, and the targets beside them.
 GO ?= go
 export VG_ADMIN_TOKEN ?= dev-admin-token
 export VG_DEMO_VOUCHER ?= FLASH100
 
-include edge.mk faults.mk
 .DEFAULT_GOAL := run
-
-.PHONY: run test services db vet fmt bench
+.PHONY: run test test-faults services db vet bench bench-edge
 
 ## run: start PostgreSQL, Redis and NATS if needed, then the backend with a demo flash voucher
 run: services db
@@ -15,6 +13,10 @@ run: services db
 ## test: vet, then every test with the race detector against the servers on 127.0.0.1
 test: services vet
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+## test-faults: only the fault tests (servers killed and restarted mid-sale), with the race detector
+test-faults: services
+	$(GO) test -race -count=1 ./backend/faulttest/
 
 services:
 	@bash scripts/services.sh
@@ -34,3 +36,11 @@ bench: services bench-edge
 	$(GO) test -run '^$$' -bench 'HTTPVersusRedisBenchmark' -benchtime 1x ./backend/quotaapi
 	$(GO) run ./loadtest allwin -rounds 5 -duration 3s -warmup 500ms -conns 50 -pgclients 32 -pgthreads 2
 	$(GO) run ./loadtest sellout -rounds 3 -uses 10000 -conns 200 -tail 1s -limit 20s
+
+## bench-edge: the edge's sold-out answer against a bare fasthttp server answering the same 409,
+## same generator and settings, in one run (9 alternating rounds, medians), printing the ratio;
+## first the allocation benchmarks of the sold-out path (2 small allocs/op: bigcache copies key
+## and record). Needs no service.
+bench-edge:
+	$(GO) test -run '^$$' -bench 'SoldOutHandler|BareHandler|Extract|Lookup' -benchmem ./edge/proxy/ ./edge/orderid/ ./edge/soldout/
+	$(GO) run ./loadtest compare -rounds 9 -duration 3s -warmup 500ms -conns 8
