@@ -12,8 +12,8 @@ import (
 )
 
 // WaitBucketState waits up to 15 s for the sold-out bucket to hold code's state with soldOut as
-// wanted, and returns it. The event goes out just before the bucket is written, so a test that
-// saw the event polls here.
+// wanted, and returns it: the state an edge starting now would read. (The notifier writes the
+// bucket, then publishes the event.)
 func WaitBucketState(t testing.TB, nc *nats.Conn, names events.Names, code string, soldOut bool) events.VoucherState {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"vouchergate/shared/events"
 	"vouchergate/testkit"
 
 	"vouchergate/backend/backendtest"
@@ -95,7 +96,7 @@ func TestEdgeStartedAfterTheSellOutKnowsItAtStart(t *testing.T) {
 	if status, _ := b.Reserve(t, "EARLY", "c-late", "late", 1000); status != 409 {
 		t.Fatalf("the voucher did not sell out: %d", status)
 	}
-	time.Sleep(500 * time.Millisecond) // let the backend publish
+	backendtest.WaitBucketState(t, b.App.NATS, events.Names{Prefix: cfg.NATSPrefix}, "EARLY", true)
 
 	front := startFront(t, b.Addr)
 	started := time.Now()
