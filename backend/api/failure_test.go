@@ -112,7 +112,10 @@ func TestRetryWhileFirstAttemptInFlight(t *testing.T) {
 			defer wg.Done()
 			first = reserve(t, b, "SLOW", c.customer, c.order, 100)
 		}()
-		time.Sleep(100 * time.Millisecond) // the first attempt is inside its transaction
+		testkit.Eventually(t, "the first attempt holds its use in redis, its write on the way", func() bool {
+			_, held, err := b.App.Gate.Holding(context.Background(), "SLOW", c.order)
+			return err == nil && held
+		})
 		retry := reserve(t, b, "SLOW", c.customer, c.order, 100)
 		var committed bool
 		if err := b.App.Pool.QueryRow(context.Background(),
