@@ -47,7 +47,9 @@ func Config(t testing.TB) config.Backend {
 		HoldTTL:        15 * time.Minute,
 		RequestTimeout: 30 * time.Second,
 		DBTimeout:      10 * time.Second,
-		DBMaxConns:     32,
+		// Packages run two at a time, some with two backends each, against one PostgreSQL of
+		// 100 connections: 32 each could take them all ("too many clients already").
+		DBMaxConns:     10,
 		InFlightWait:   10 * time.Second,
 		MaxBodyBytes:   8192,
 		SoldOutEvery:   250 * time.Millisecond,
