@@ -80,3 +80,44 @@ func FuzzDecodeVersion(f *testing.F) {
 		}
 	})
 }
+
+// DecodeVoucherState reads what arrives over NATS and from the bucket: any payload must decode
+// or be refused without panicking, and what decodes must survive Encode and decode again
+// unchanged, with a holder filter that answers for any orderId.
+func FuzzDecodeVoucherState(f *testing.F) {
+	sold, _ := VoucherState{Code: "V", SoldOut: true, At: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), Version: 7,
+		Holders: NewHolderFilter([]string{"o-1", "o-2"})}.Encode()
+	for _, s := range []string{
+		string(sold),
+		`{"code":"V","soldOut":false,"at":"2026-12-02T10:00:00Z"}`,
+		`{"code":"V","soldOut":true,"at":"2026-12-02T10:00:00Z"}`,
+		`{"code":"V","soldOut":true,"holders":{"m":0,"k":0,"b":null}}`,
+		`{"code":"V","soldOut":true,"holders":{"m":64,"k":3,"b":{"length":8,"data":"AAAAAAAAAAA="}}}`,
+		`{"code":"V","soldOut":true,"holders":{"m":1000,"k":300,"b":{"length":1,"data":""}}}`,
+		`[]`, `null`, `{"code":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := DecodeVoucherState(b)
+		if err != nil {
+			return
+		}
+		if s.Holders != nil {
+			_ = s.Holders.MayHold([]byte("o-1"))
+			_ = s.Holders.MayHold(b)
+		}
+		again, err := s.Encode()
+		if err != nil {
+			t.Fatalf("encode %+v decoded from %q: %v", s, b, err)
+		}
+		s2, err := DecodeVoucherState(again)
+		if err != nil {
+			t.Fatalf("decode %q (re-encoded from %q): %v", again, b, err)
+		}
+		if s2.Code != s.Code || s2.SoldOut != s.SoldOut || s2.Version != s.Version || !s2.At.Equal(s.At) ||
+			(s2.Holders == nil) != (s.Holders == nil) {
+			t.Fatalf("state changed through encode and decode: %+v, then %+v", s, s2)
+		}
+	})
+}

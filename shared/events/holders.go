@@ -1,8 +1,10 @@
 package events
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/bits-and-blooms/bloom/v3"
 )
@@ -38,14 +40,34 @@ func (h *HolderFilter) MayHold(orderID []byte) bool { return h.f.Test(orderID) }
 // MarshalJSON encodes the filter.
 func (h *HolderFilter) MarshalJSON() ([]byte, error) { return json.Marshal(h.f) }
 
-// UnmarshalJSON decodes a filter written by MarshalJSON.
+// UnmarshalJSON decodes a filter written by MarshalJSON. A state comes from the network (the
+// bucket, the subject, a backend's answer): the bit set's size is checked against the bytes
+// that carry it before the library reads it, since it allocates what the size says (a crafted
+// size panics or takes all memory) and tests bits without bounds.
 func (h *HolderFilter) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		B []byte `json:"b"` // the bit set: its size in bits, then 64-bit words, big-endian
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("decode holder filter: %w", err)
+	}
+	if len(raw.B) < 8 {
+		return fmt.Errorf("decode holder filter: no bit set")
+	}
+	if n := binary.BigEndian.Uint64(raw.B[:8]); n/64+1 > uint64(len(raw.B)-8)/8+1 || n > math.MaxInt32*64 {
+		return fmt.Errorf("decode holder filter: a bit set of %d bits in %d bytes", n, len(raw.B)-8)
+	}
 	f := &bloom.BloomFilter{}
 	if err := json.Unmarshal(b, f); err != nil {
 		return fmt.Errorf("decode holder filter: %w", err)
 	}
 	if f.Cap() == 0 || f.K() == 0 {
 		return fmt.Errorf("decode holder filter: empty filter")
+	}
+	// Test reads the bit set unchecked: one missing or shorter than the filter's size (a
+	// malformed state from the bucket or the subject) would crash the edge on its next lookup.
+	if bits := f.BitSet(); bits == nil || bits.Len() < f.Cap() {
+		return fmt.Errorf("decode holder filter: bit set shorter than the filter's %d bits", f.Cap())
 	}
 	h.f = f
 	return nil
