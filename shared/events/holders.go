@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -46,16 +47,17 @@ func (h *HolderFilter) MarshalJSON() ([]byte, error) { return json.Marshal(h.f) 
 // size panics or takes all memory) and tests bits without bounds.
 func (h *HolderFilter) UnmarshalJSON(b []byte) error {
 	var raw struct {
-		B []byte `json:"b"` // the bit set: its size in bits, then 64-bit words, big-endian
+		B string `json:"b"` // the bit set, URL-safe base64: its size in bits, then 64-bit words, big-endian
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return fmt.Errorf("decode holder filter: %w", err)
 	}
-	if len(raw.B) < 8 {
-		return fmt.Errorf("decode holder filter: no bit set")
+	bits, err := base64.URLEncoding.DecodeString(raw.B)
+	if err != nil || len(bits) < 8 {
+		return fmt.Errorf("decode holder filter: no bit set (%v)", err)
 	}
-	if n := binary.BigEndian.Uint64(raw.B[:8]); n/64+1 > uint64(len(raw.B)-8)/8+1 || n > math.MaxInt32*64 {
-		return fmt.Errorf("decode holder filter: a bit set of %d bits in %d bytes", n, len(raw.B)-8)
+	if n := binary.BigEndian.Uint64(bits[:8]); n/64+1 > uint64(len(bits)-8)/8+1 || n > math.MaxInt32*64 {
+		return fmt.Errorf("decode holder filter: a bit set of %d bits in %d bytes", n, len(bits)-8)
 	}
 	f := &bloom.BloomFilter{}
 	if err := json.Unmarshal(b, f); err != nil {
@@ -66,7 +68,7 @@ func (h *HolderFilter) UnmarshalJSON(b []byte) error {
 	}
 	// Test reads the bit set unchecked: one missing or shorter than the filter's size (a
 	// malformed state from the bucket or the subject) would crash the edge on its next lookup.
-	if bits := f.BitSet(); bits == nil || bits.Len() < f.Cap() {
+	if set := f.BitSet(); set == nil || set.Len() < f.Cap() {
 		return fmt.Errorf("decode holder filter: bit set shorter than the filter's %d bits", f.Cap())
 	}
 	h.f = f
