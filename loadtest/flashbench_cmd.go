@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"time"
@@ -38,27 +39,14 @@ func runAllWin(ctx context.Context, args []string) error {
 	fs.IntVar(&s.PgClients, "pgclients", 32, "pgbench clients (-c)")
 	fs.IntVar(&s.PgThreads, "pgthreads", 2, "pgbench threads (-j)")
 	_ = fs.Parse(args)
-	before, began := loadAverage(), time.Now()
-
-	b, err := flashbench.StartBackend(ctx, *srv, *binary)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	s1, err := flashbench.StartSolution1(ctx, *srv, s.PgClients, s.PgThreads)
-	if err != nil {
-		return err
-	}
-	defer s1.Close()
-	r, err := flashbench.RunAllWin(ctx, b, s1, s)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "backend output:\n%s\n", b.LogTail(3000))
-		return err
-	}
-	r.Print(os.Stdout)
-	fmt.Println(b.LogSummary())
-	machine(before, began)
-	return nil
+	return withBackend(ctx, *srv, *binary, func(b *flashbench.Backend) (printer, error) {
+		s1, err := flashbench.StartSolution1(ctx, *srv, s.PgClients, s.PgThreads)
+		if err != nil {
+			return nil, err
+		}
+		defer s1.Close()
+		return flashbench.RunAllWin(ctx, b, s1, s)
+	})
 }
 
 func runSellout(ctx context.Context, args []string) error {
@@ -72,14 +60,25 @@ func runSellout(ctx context.Context, args []string) error {
 	fs.DurationVar(&s.Limit, "limit", 20*time.Second, "bound on one sale")
 	fs.BoolVar(&s.Baseline, "baseline", true, "run the same sale on a normal (flashSale=false) voucher beside each flash sale")
 	_ = fs.Parse(args)
-	before, began := loadAverage(), time.Now()
+	return withBackend(ctx, *srv, *binary, func(b *flashbench.Backend) (printer, error) {
+		return flashbench.RunSales(ctx, b, s)
+	})
+}
 
-	b, err := flashbench.StartBackend(ctx, *srv, *binary)
+// printer is a benchmark's report.
+type printer interface{ Print(w io.Writer) }
+
+// withBackend starts the backend command for a benchmark, runs it, prints its report with the
+// backend's warnings and the machine's load, and stops the backend. On a failure it shows the
+// end of the backend's output.
+func withBackend(ctx context.Context, srv flashbench.Servers, binary string, run func(*flashbench.Backend) (printer, error)) error {
+	before, began := loadAverage(), time.Now()
+	b, err := flashbench.StartBackend(ctx, srv, binary)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	r, err := flashbench.RunSales(ctx, b, s)
+	r, err := run(b)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "backend output:\n%s\n", b.LogTail(3000))
 		return err
