@@ -132,6 +132,43 @@ func TestReserveManyAnswersEachHoldOnItsOwn(t *testing.T) {
 	}
 }
 
+// Holds the batch's statement cannot write together (one customer twice, where the second
+// needs the slot the first has just taken; an order a release freed the customer of) are
+// written on their own afterwards, in order, and get what Reserve gives them.
+func TestReserveManyWritesWhatItsStatementSkippedOneByOne(t *testing.T) {
+	s, pool := openStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	createVoucher(t, s, "TWICE", 3, 2)
+	holds := []voucher.Hold{
+		hold("TWICE", "c-1", "o-1", now),
+		hold("TWICE", "c-1", "o-2", now), // slot 1 is o-1's: slot 2
+		hold("TWICE", "c-1", "o-3", now), // both slots taken
+		hold("TWICE", "c-2", "o-4", now), // the 3rd use
+		hold("TWICE", "c-3", "o-5", now), // none left
+	}
+	want := []error{nil, nil, voucher.ErrAlreadyUsed, nil, voucher.ErrOutOfStock}
+	out, err := s.ReserveMany(ctx, "TWICE", holds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		if !errors.Is(out[i].Err, w) || (w == nil && out[i].Err != nil) {
+			t.Errorf("hold %d (%s): got %v, want %v", i, holds[i].OrderID, out[i].Err, w)
+		}
+	}
+	var slots []int
+	if err := pool.QueryRow(ctx, `SELECT array_agg(slot ORDER BY slot) FROM redemptions WHERE customer_id = 'c-1'`).Scan(&slots); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(slots) != "[1 2]" {
+		t.Errorf("c-1's slots %v, want [1 2]", slots)
+	}
+	if used := checkDB(t, pool, "TWICE"); used != 3 {
+		t.Errorf("used_count %d, want 3", used)
+	}
+}
+
 // The database's own guards stand behind the batch's decisions: a hold no decision refuses but
 // a CHECK does (a customer id over 64 bytes) sends the batch through Reserve one by one, and only
 // that hold fails, as certainly not written.
