@@ -82,22 +82,30 @@ func (w *writer) commit(pending []*pendingWrite) {
 	w.s.written.batches.Add(1)
 	w.s.written.holds.Add(int64(len(holds)))
 	out, err := w.s.store.ReserveMany(ctx, w.code, holds)
-	if err == nil {
-		written := make([]Redemption, 0, len(out))
-		for _, o := range out {
-			if o.Err == nil {
-				written = append(written, o.Redemption)
-			}
-		}
-		hctx, cancel := context.WithTimeout(context.Background(), w.s.cfg.DBTimeout)
-		w.s.keepHeld(hctx, w.code, written)
-		cancel()
-	}
-	for i, p := range send {
-		if err != nil {
+	// The next batch need not wait for this one's check in Redis: its winners are answered
+	// once it is done, while the writer goes on.
+	go w.answer(send, out, err)
+}
+
+// answer checks that the batch's written orders are held in the gate (keepHeld), then answers
+// each winner with its own outcome, or all of them with the batch's failure.
+func (w *writer) answer(send []*pendingWrite, out []Written, err error) {
+	if err != nil {
+		for _, p := range send {
 			p.done <- Written{Err: err}
-			continue
 		}
+		return
+	}
+	written := make([]Redemption, 0, len(out))
+	for _, o := range out {
+		if o.Err == nil {
+			written = append(written, o.Redemption)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.s.cfg.DBTimeout)
+	w.s.keepHeld(ctx, w.code, written)
+	cancel()
+	for i, p := range send {
 		p.done <- out[i]
 	}
 }
