@@ -24,7 +24,7 @@ const lockVoucherSQL = `SELECT 1 FROM vouchers WHERE code = $1 FOR NO KEY UPDATE
 // database still guards every row: the unique order and active-slot indexes skip (ON CONFLICT
 // DO NOTHING) an order already written or a slot another hold of this batch took; used_within_limit
 // and slot_within_limit refuse the whole statement should anything pass a limit. It returns the
-// written orders; ReserveMany answers the others one by one.
+// voucher after the write and the written orders.
 const writeBatchSQL = `WITH v AS (
 		SELECT code, per_user_limit, starts_at, ends_at, greatest(total_limit - used_count, 0) AS uses_left
 		FROM vouchers WHERE code = $1),
@@ -45,8 +45,11 @@ const writeBatchSQL = `WITH v AS (
 		ON CONFLICT DO NOTHING
 		RETURNING order_id),
 	took AS (
-		UPDATE vouchers SET used_count = used_count + (SELECT count(*) FROM ins) WHERE code = $1)
-	SELECT order_id FROM ins`
+		UPDATE vouchers SET used_count = used_count + (SELECT count(*) FROM ins) WHERE code = $1
+		RETURNING used_count, total_limit)
+	SELECT took.used_count, took.total_limit, v.starts_at, v.ends_at,
+		coalesce((SELECT array_agg(order_id) FROM ins), '{}')
+	FROM took CROSS JOIN v`
 
 // ReserveMany writes the holds of one voucher in one transaction, sent in one round trip: lock
 // the voucher row, then insert the holds Reserve would grant and add their count to used_count
@@ -54,16 +57,17 @@ const writeBatchSQL = `WITH v AS (
 // commit but by the server, so the row lock is held only while the server works.
 //
 // A hold the statement did not write (outside the period, no use or slot left, its order
-// taken, its slot taken by a neighbour in the batch) is then written or refused on its own
-// through Reserve, whose answer it gets: in the flash path, where the gate already decided,
-// that is rare. An error concerns the whole batch: ErrVoucherNotFound, or a failure that wraps
+// taken, its slot taken by a neighbour in the batch) gets the answer Reserve would give it
+// next: ErrOutOfStock, or ErrNotEligible outside the period, when the batch took the last use;
+// otherwise it is written or refused on its own through Reserve. In the flash path, where the
+// gate already decided, that is rare. An error concerns the whole batch: ErrVoucherNotFound, or a failure that wraps
 // ErrNotWritten when nothing can have been committed (nothing sent, or a statement the server
 // refused, after which it skips COMMIT); otherwise every hold's outcome is unknown. Should the
 // server refuse the statement (a guard caught what it did not foresee), the holds are written
 // one by one through Reserve.
 func (s *Store) ReserveMany(ctx context.Context, code string, holds []voucher.Hold) ([]voucher.Written, error) {
 	out := make([]voucher.Written, len(holds))
-	written, err := s.writeBatch(ctx, code, holds)
+	after, err := s.writeBatch(ctx, code, holds)
 	var pg *pgconn.PgError
 	if len(holds) > 1 && errors.As(err, &pg) && pg.Code != queryCanceled {
 		s.writeEach(ctx, out, holds, func(int) bool { return true }, err)
@@ -73,10 +77,19 @@ func (s *Store) ReserveMany(ctx context.Context, code string, holds []voucher.Ho
 		return nil, err
 	}
 	for i, h := range holds {
-		if written[h.OrderID] {
+		switch {
+		case after.written[h.OrderID]:
 			out[i].Redemption = redemptionOf(code, h)
-			delete(written, h.OrderID) // the same order again later in the batch was not written
-		} else {
+			delete(after.written, h.OrderID) // the same order again later in the batch was not written
+		case after.used >= after.total:
+			// Reserve would now find no use to take, whatever else is wrong with the hold, and
+			// tell why as whyNoUse does; the crowd that arrives with the last use is answered
+			// without a transaction each.
+			out[i].Err = voucher.ErrOutOfStock
+			if h.ReservedAt.Before(after.starts) || !h.ReservedAt.Before(after.ends) {
+				out[i].Err = voucher.ErrNotEligible
+			}
+		default:
 			out[i].Err = errNotInBatch
 		}
 	}
@@ -91,18 +104,26 @@ var errNotInBatch = errors.New("not written by the batch")
 // whole; writing it again one by one would only take longer.
 const queryCanceled = "57014"
 
+// batchWritten is what writeBatchSQL returns: the voucher after the batch, and the orders it wrote.
+type batchWritten struct {
+	used, total  int
+	starts, ends time.Time
+	written      map[string]bool
+}
+
 // writeBatch sends BEGIN, the statement limit, the lock, writeBatchSQL and COMMIT in one round
-// trip and returns the orders written. A failure before it is sent leaves nothing written; a
-// statement the server refuses leaves the transaction open and failed on the connection, which
-// the pool then closes; only a failure to hear back leaves the outcome unknown.
-func (s *Store) writeBatch(ctx context.Context, code string, holds []voucher.Hold) (map[string]bool, error) {
+// trip. A failure before it is sent leaves nothing written; a statement the server refuses
+// leaves the transaction open and failed on the connection, which the pool then closes; only a
+// failure to hear back leaves the outcome unknown.
+func (s *Store) writeBatch(ctx context.Context, code string, holds []voucher.Hold) (batchWritten, error) {
+	var after batchWritten
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, notWritten(err, "reserve %d in %s: acquire a connection", len(holds), code)
+		return after, notWritten(err, "reserve %d in %s: acquire a connection", len(holds), code)
 	}
 	defer conn.Release()
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < minWriteTime {
-		return nil, notWritten(context.DeadlineExceeded, "reserve %d in %s: %v left to write", len(holds), code, time.Until(deadline))
+		return after, notWritten(context.DeadlineExceeded, "reserve %d in %s: %v left to write", len(holds), code, time.Until(deadline))
 	}
 	c := columnsOf(holds)
 	b := &pgx.Batch{}
@@ -115,29 +136,32 @@ func (s *Store) writeBatch(ctx context.Context, code string, holds []voucher.Hol
 	defer br.Close()
 	for range 2 { // begin, the limit
 		if _, err := br.Exec(); err != nil {
-			return nil, failed(err, "reserve %d in %s: begin", len(holds), code)
+			return after, failed(err, "reserve %d in %s: begin", len(holds), code)
 		}
 	}
 	tag, err := br.Exec()
 	if err != nil {
-		return nil, failed(err, "reserve %d in %s: lock voucher", len(holds), code)
+		return after, failed(err, "reserve %d in %s: lock voucher", len(holds), code)
 	}
-	written := make(map[string]bool, len(holds))
-	rows, _ := br.Query()
-	var order string
-	if _, err := pgx.ForEachRow(rows, []any{&order}, func() error { written[order] = true; return nil }); err != nil {
-		return nil, failed(err, "reserve %d in %s: write", len(holds), code)
+	var orders []string
+	err = br.QueryRow().Scan(&after.used, &after.total, &after.starts, &after.ends, &orders)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) { // no row: no voucher, told below
+		return after, failed(err, "reserve %d in %s: write", len(holds), code)
 	}
 	if _, err := br.Exec(); err != nil {
-		return nil, failed(err, "reserve %d in %s: commit", len(holds), code)
+		return after, failed(err, "reserve %d in %s: commit", len(holds), code)
 	}
 	if err := br.Close(); err != nil {
-		return nil, failed(err, "reserve %d in %s: commit", len(holds), code)
+		return after, failed(err, "reserve %d in %s: commit", len(holds), code)
 	}
 	if tag.RowsAffected() == 0 {
-		return nil, voucher.ErrVoucherNotFound // nothing was written: the statement needs the voucher
+		return after, voucher.ErrVoucherNotFound // nothing was written: the statement needs the voucher
 	}
-	return written, nil
+	after.written = make(map[string]bool, len(orders))
+	for _, o := range orders {
+		after.written[o] = true
+	}
+	return after, nil
 }
 
 // batchColumns are the holds as the columns writeBatchSQL unnests.
