@@ -118,7 +118,7 @@ func (s *Service) staleAfter() time.Duration { return 2 * s.cfg.DBTimeout }
 // (writer.go), and gives the use back to the gate when, and only when, the database certainly
 // did not take it.
 func (s *Service) writeWinner(ctx context.Context, v Voucher, h Hold, holder Holder) (Redemption, error) {
-	r, err := s.writerFor(v.Code).write(ctx, h)
+	r, err := s.writerFor(v).write(ctx, h)
 	switch {
 	case err == nil:
 		return r, nil

@@ -46,11 +46,14 @@ func (s *Service) Reserve(ctx context.Context, req Request) (Redemption, error) 
 	if v.FlashSale {
 		return s.reserveFlash(ctx, v, h)
 	}
-	return s.reserveInDB(ctx, h)
+	return s.reserveInDB(ctx, v, h)
 }
 
-// reserveInDB is the normal voucher's path: one guarded transaction.
-func (s *Service) reserveInDB(ctx context.Context, h Hold) (Redemption, error) {
+// reserveInDB is the normal voucher's path: a lookup without locks answers retries and the
+// sold-out crowd; the others go to the voucher's writer, which writes them with those that
+// arrive meanwhile in one guarded transaction (group commit) and answers each as
+// Store.Reserve would.
+func (s *Service) reserveInDB(ctx context.Context, v Voucher, h Hold) (Redemption, error) {
 	req := h.request()
 	look, err := s.store.Lookup(ctx, h.VoucherCode, h.OrderID)
 	switch {
@@ -61,7 +64,7 @@ func (s *Service) reserveInDB(ctx context.Context, h Hold) (Redemption, error) {
 	case look.SoldOut:
 		return Redemption{}, ErrOutOfStock // the late crowd never queues for the voucher's row lock
 	}
-	r, err := s.store.Reserve(ctx, h, h.ReservedAt)
+	r, err := s.writerFor(v).write(ctx, h)
 	switch {
 	case err == nil:
 		return r, nil

@@ -12,14 +12,16 @@ import (
 // the hot row's rate many times over, small enough that one batch stays a few milliseconds.
 const maxBatch = 256
 
-// writer owns one flash voucher's database writes in this process (group commit). Winners
-// queue their holds and wait for their own outcome; while a batch commits the next winners
+// writer owns one voucher's reservation writes in this process (group commit): a flash
+// voucher's winners, or a normal voucher's requests. They queue their holds and wait for their
+// own outcome; while a batch commits the next winners
 // gather, and when it commits all that gathered (up to maxBatch) go next as one transaction
 // (batch.Queue). A lone winner is written at once, and batches grow with the load. Writers of
 // other backends serialize with this one on the voucher's row lock.
 type writer struct {
 	s     *Service
 	code  string
+	flash bool // its written orders must be held in the gate
 	queue *batch.Queue[*pendingWrite]
 }
 
@@ -31,13 +33,13 @@ type pendingWrite struct {
 }
 
 // writerFor returns the voucher's writer, making it on first use.
-func (s *Service) writerFor(code string) *writer {
-	if w, ok := s.writers.Load(code); ok {
+func (s *Service) writerFor(v Voucher) *writer {
+	if w, ok := s.writers.Load(v.Code); ok {
 		return w.(*writer)
 	}
-	w := &writer{s: s, code: code}
+	w := &writer{s: s, code: v.Code, flash: v.FlashSale}
 	w.queue = batch.New(maxBatch, w.commit)
-	actual, _ := s.writers.LoadOrStore(code, w)
+	actual, _ := s.writers.LoadOrStore(v.Code, w)
 	return actual.(*writer)
 }
 
@@ -87,8 +89,8 @@ func (w *writer) commit(pending []*pendingWrite) {
 	go w.answer(send, out, err)
 }
 
-// answer checks that the batch's written orders are held in the gate (keepHeld), then answers
-// each winner with its own outcome, or all of them with the batch's failure.
+// answer checks that a flash batch's written orders are held in the gate (keepHeld), then
+// answers each winner with its own outcome, or all of them with the batch's failure.
 func (w *writer) answer(send []*pendingWrite, out []Written, err error) {
 	if err != nil {
 		for _, p := range send {
@@ -96,6 +98,15 @@ func (w *writer) answer(send []*pendingWrite, out []Written, err error) {
 		}
 		return
 	}
+	if w.flash {
+		w.keepHeld(out)
+	}
+	for i, p := range send {
+		p.done <- out[i]
+	}
+}
+
+func (w *writer) keepHeld(out []Written) {
 	written := make([]Redemption, 0, len(out))
 	for _, o := range out {
 		if o.Err == nil {
@@ -105,7 +116,4 @@ func (w *writer) answer(send []*pendingWrite, out []Written, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.s.cfg.DBTimeout)
 	w.s.keepHeld(ctx, w.code, written)
 	cancel()
-	for i, p := range send {
-		p.done <- out[i]
-	}
 }
