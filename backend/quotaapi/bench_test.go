@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/backend/quota"
+	"vouchergate/backend/quotaapi"
 	"vouchergate/testkit"
 )
 
@@ -30,6 +31,12 @@ const benchRules = `{"bizId":1,"identityType":"USER","dimension":"ITEM:1001","li
 // benchStack serves the handlers over a Redis of their own, so that its INFO counts only this
 // benchmark's work and the shared one is left alone.
 func benchStack(b *testing.B) (*quota.Service, fasthttp.RequestHandler, string) {
+	_, svc, handler, addr := benchHandlers(b)
+	return svc, handler, addr
+}
+
+// benchHandlers is benchStack that also returns the handlers.
+func benchHandlers(b *testing.B) (*quotaapi.Handlers, *quota.Service, fasthttp.RequestHandler, string) {
 	srv := testkit.StartRedis(b)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 2 * benchClients})
 	b.Cleanup(func() { rdb.Close() })
@@ -40,7 +47,7 @@ func benchStack(b *testing.B) (*quota.Service, fasthttp.RequestHandler, string) 
 			b.Fatalf("rule: %s", c.Response.Body())
 		}
 	}
-	return svc, handler, srv.Addr()
+	return h, svc, handler, srv.Addr()
 }
 
 func deductBody(id string, i int64) []byte {
@@ -57,24 +64,7 @@ func deductBody(id string, i int64) []byte {
 // between client and handler.
 func BenchmarkDeductHandler(b *testing.B) {
 	_, handler, _ := benchStack(b)
-	var seq atomic.Int64
-	b.ReportAllocs()
-	b.SetParallelism(benchClients / 2)
-	b.RunParallel(func(pb *testing.PB) {
-		var ctx fasthttp.RequestCtx
-		ctx.Request.Header.SetMethod("POST")
-		ctx.Request.SetRequestURI("/quotas/deduct")
-		for pb.Next() {
-			ctx.Request.SetBody(deductBody("bench", seq.Add(1)))
-			ctx.Response.Reset()
-			handler(&ctx)
-			if ctx.Response.StatusCode() != 200 {
-				b.Errorf("%d %s", ctx.Response.StatusCode(), ctx.Response.Body())
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deducts/s")
+	runDeductHandler(b, handler, new(atomic.Int64))
 }
 
 // httpResult is one HTTP load run.
