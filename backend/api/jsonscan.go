@@ -14,11 +14,12 @@ import (
 // whole request path it takes about a tenth off the process's CPU per deduct against
 // encoding/json (docs/BENCHMARKS.md); every other body is read by decodeJSON.
 //
-// It accepts exactly what decodeJSON (encoding/json, strict) accepts into the same structs,
-// yields the same values and words its refusals alike (FuzzDecodeDeductMatchesEncodingJSON
-// checks it): keys match case-insensitively, a repeated key decodes again into what is there,
-// null leaves a field as it is (nil for slices and pointers), and bad surrogate escapes become
-// U+FFFD. The caller has checked that the body is UTF-8.
+// It accepts exactly what decodeJSON (encoding/json, strict) accepts into the same structs and
+// yields the same values (FuzzDecodeDeductMatchesEncodingJSON checks both): keys match
+// case-insensitively, a repeated key decodes again into what is there, null leaves a field as
+// it is (nil for slices and pointers), and bad surrogate escapes become U+FFFD. Its refusals
+// use jsonProblem's words, but a syntax error names no byte offset. The caller (readDeduct)
+// has checked that the body is UTF-8.
 
 var (
 	errSyntax  = errors.New("the body is not valid JSON")

@@ -134,6 +134,7 @@ func FuzzDecodeDeductMatchesEncodingJSON(f *testing.F) {
 		}
 		if err != nil {
 			inOurWords(t, body, err)
+			sameWordsAsDecodeJSON(t, body, err)
 			return
 		}
 		if !reflect.DeepEqual(got, want) {
@@ -159,6 +160,21 @@ func inOurWords(t *testing.T, body string, err error) {
 	t.Helper()
 	if msg := err.Error(); msg == "" || strings.Contains(msg, "json: ") || strings.Contains(msg, "Go struct") {
 		t.Fatalf("%q: refused with %q; want a message naming the problem in the API's words", body, msg)
+	}
+}
+
+// sameWordsAsDecodeJSON fails if the scanner names a field's problem (a wrong type, an unknown
+// field) other than decodeJSON names the same body's. Both stop at the first such problem in
+// the body; a syntax error anywhere wins in decodeJSON, so a body with one is not compared.
+func sameWordsAsDecodeJSON(t *testing.T, body string, err error) {
+	t.Helper()
+	var req wire.QuotaDeductRequest
+	stdErr := decodeJSON([]byte(body), &req, strict)
+	fieldProblem := func(e error) bool {
+		return e != nil && (strings.Contains(e.Error(), " must not be ") || strings.HasPrefix(e.Error(), "unknown field "))
+	}
+	if fieldProblem(err) && fieldProblem(stdErr) && err.Error() != stdErr.Error() {
+		t.Fatalf("%q: the scanner says %q, decodeJSON %q", body, err, stdErr)
 	}
 }
 
