@@ -2,6 +2,9 @@ package api
 
 import (
 	"crypto/subtle"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -27,28 +30,8 @@ func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
 // routeAdmin routes /admin/... after authorization.
 func (s *Server) routeAdmin(ctx *fasthttp.RequestCtx, seg [][]byte) {
 	switch {
-	case len(seg) == 1 && string(seg[0]) == "vouchers":
-		if allow(ctx, "POST") {
-			s.createVoucher(ctx)
-		}
-	case len(seg) >= 2 && string(seg[0]) == "vouchers":
-		code := string(seg[1])
-		if !wire.ValidCode(code) {
-			respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "voucher code must match ^[A-Z0-9_-]{1,32}$")
-			return
-		}
-		switch {
-		case len(seg) == 2:
-			if allow(ctx, "GET") {
-				s.getVoucher(ctx, code)
-			}
-		case len(seg) == 3 && string(seg[2]) == "warmup":
-			if allow(ctx, "POST") {
-				s.warmVoucher(ctx, code)
-			}
-		default:
-			notFound(ctx)
-		}
+	case len(seg) >= 1 && string(seg[0]) == "vouchers" && s.vouchers != nil:
+		s.routeAdminVouchers(ctx, seg[1:])
 	case len(seg) == 1 && string(seg[0]) == "expire" && s.opts.Jobs != nil:
 		if allow(ctx, "POST") {
 			s.expire(ctx)
@@ -57,28 +40,33 @@ func (s *Server) routeAdmin(ctx *fasthttp.RequestCtx, seg [][]byte) {
 		if allow(ctx, "POST") {
 			s.reconcile(ctx)
 		}
-	case len(seg) >= 1 && string(seg[0]) == "quota-rules" && s.opts.Quota != nil:
+	case len(seg) >= 1 && string(seg[0]) == "quota-rules" && s.quotas != nil:
 		s.routeQuotaRules(ctx, seg[1:])
 	default:
 		notFound(ctx)
 	}
 }
 
-func (s *Server) routeQuotaRules(ctx *fasthttp.RequestCtx, seg [][]byte) {
-	q := s.opts.Quota
-	method := string(ctx.Method())
-	switch {
-	case len(seg) == 0 && method == "POST":
-		q.PutRule(ctx)
-	case len(seg) == 0:
-		if allow(ctx, "GET") {
-			q.ListRules(ctx)
+// routeAdminVouchers routes /admin/vouchers[/{code}[/warmup]].
+func (s *Server) routeAdminVouchers(ctx *fasthttp.RequestCtx, seg [][]byte) {
+	if len(seg) == 0 {
+		if allow(ctx, "POST") {
+			s.createVoucher(ctx)
 		}
-	case len(seg) == 1 && method == "DELETE":
-		q.DeleteRule(ctx)
+		return
+	}
+	code, ok := voucherCode(ctx, seg[0])
+	if !ok {
+		return
+	}
+	switch {
 	case len(seg) == 1:
 		if allow(ctx, "GET") {
-			q.GetRule(ctx)
+			s.getVoucher(ctx, code)
+		}
+	case len(seg) == 2 && string(seg[1]) == "warmup":
+		if allow(ctx, "POST") {
+			s.warmVoucher(ctx, code)
 		}
 	default:
 		notFound(ctx)
@@ -88,7 +76,7 @@ func (s *Server) routeQuotaRules(ctx *fasthttp.RequestCtx, seg [][]byte) {
 func (s *Server) createVoucher(ctx *fasthttp.RequestCtx) {
 	spec, err := decodeVoucherSpec(ctx.PostBody())
 	if err != nil {
-		respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, err.Error())
+		badRequest(ctx, err)
 		return
 	}
 	v := voucher.Voucher{
@@ -162,4 +150,48 @@ func (s *Server) reconcile(ctx *fasthttp.RequestCtx) {
 		reports = []voucher.Reconciliation{}
 	}
 	respondJSON(ctx, fasthttp.StatusOK, map[string]any{"vouchers": reports})
+}
+
+// voucherSpec is a checked voucher to create.
+type voucherSpec struct {
+	wire.VoucherSpec
+	startsAt, endsAt time.Time
+}
+
+// decodeVoucherSpec decodes and checks a voucher to create.
+func decodeVoucherSpec(body []byte) (voucherSpec, error) {
+	var v voucherSpec
+	if err := decodeJSON(body, &v.VoucherSpec, lenient); err != nil {
+		return v, err
+	}
+	var err error
+	if v.startsAt, err = time.Parse(time.RFC3339, v.StartsAt); err != nil {
+		return v, fmt.Errorf("startsAt %q must be an RFC 3339 time such as 2026-12-02T10:00:00Z", v.StartsAt)
+	}
+	if v.endsAt, err = time.Parse(time.RFC3339, v.EndsAt); err != nil {
+		return v, fmt.Errorf("endsAt %q must be an RFC 3339 time such as 2026-12-02T10:00:00Z", v.EndsAt)
+	}
+	if v.PerUserLimit == nil {
+		one := 1
+		v.PerUserLimit = &one
+	}
+	switch {
+	case !wire.ValidCode(v.Code):
+		return v, fmt.Errorf("code %q must match ^[A-Z0-9_-]{1,32}$", v.Code)
+	case v.DiscountAmount == nil:
+		return v, errors.New("discountAmount is required")
+	case *v.DiscountAmount < 0:
+		return v, errors.New("discountAmount must not be negative")
+	case v.MinOrderAmount < 0:
+		return v, errors.New("minOrderAmount must not be negative")
+	case v.TotalLimit == nil:
+		return v, errors.New("totalLimit is required")
+	case *v.TotalLimit < 0 || *v.TotalLimit > wire.MaxTotalLimit:
+		return v, fmt.Errorf("totalLimit must be between 0 and %d", wire.MaxTotalLimit)
+	case *v.PerUserLimit < 1 || *v.PerUserLimit > wire.MaxPerUserLimit:
+		return v, fmt.Errorf("perUserLimit must be between 1 and %d", wire.MaxPerUserLimit)
+	case !v.endsAt.After(v.startsAt):
+		return v, errors.New("endsAt must be after startsAt")
+	}
+	return v, nil
 }

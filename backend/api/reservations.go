@@ -1,6 +1,9 @@
 package api
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/backend/notify"
@@ -11,7 +14,7 @@ import (
 func (s *Server) reserve(ctx *fasthttp.RequestCtx, code string) {
 	req, err := decodeReserve(ctx.PostBody())
 	if err != nil {
-		respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, err.Error())
+		badRequest(ctx, err)
 		return
 	}
 	c, cancel := s.context()
@@ -69,8 +72,29 @@ func (s *Server) state(ctx *fasthttp.RequestCtx, code string) {
 
 func checkOrderID(ctx *fasthttp.RequestCtx, orderID string) bool {
 	if err := wire.CheckID("orderId", orderID, wire.MaxOrderIDLen); err != nil {
-		respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, err.Error())
+		badRequest(ctx, err)
 		return false
 	}
 	return true
+}
+
+// decodeReserve decodes and checks a reservation body.
+func decodeReserve(body []byte) (wire.ReserveRequest, error) {
+	var req wire.ReserveRequest
+	if err := decodeJSON(body, &req, lenient); err != nil {
+		return req, err
+	}
+	if err := wire.CheckID("customerId", string(req.CustomerID), wire.MaxCustomerLen); err != nil {
+		return req, err
+	}
+	if err := wire.CheckID("orderId", req.OrderID, wire.MaxOrderIDLen); err != nil {
+		return req, err
+	}
+	switch {
+	case req.OrderAmount == nil:
+		return req, errors.New("orderAmount is required")
+	case *req.OrderAmount < 0:
+		return req, fmt.Errorf("orderAmount is %d; it must not be negative", *req.OrderAmount)
+	}
+	return req, nil
 }

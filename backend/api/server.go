@@ -1,5 +1,6 @@
-// Package api is the backend's HTTP API on fasthttp: it routes, decodes and checks requests,
-// calls the voucher (and quota) services, and maps their outcomes to the wire contract.
+// Package api is the backend's one HTTP layer, on fasthttp: it routes every path (vouchers,
+// purchase quotas, admin), decodes and checks requests with one toolkit (decode.go), calls the
+// voucher and quota services, and answers their outcomes from one table (outcomes.go).
 package api
 
 import (
@@ -15,20 +16,10 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"vouchergate/backend/notify"
+	"vouchergate/backend/quota"
 	"vouchergate/backend/voucher"
 	"vouchergate/shared/wire"
 )
-
-// Quota is the purchase-quota API, routed under /quotas/ and /admin/quota-rules.
-type Quota interface {
-	Deduct(ctx *fasthttp.RequestCtx)
-	Rollback(ctx *fasthttp.RequestCtx)
-	Usage(ctx *fasthttp.RequestCtx)
-	PutRule(ctx *fasthttp.RequestCtx)
-	ListRules(ctx *fasthttp.RequestCtx)
-	GetRule(ctx *fasthttp.RequestCtx)
-	DeleteRule(ctx *fasthttp.RequestCtx)
-}
 
 // Jobs runs the periodic work on demand, for the admin API.
 type Jobs interface {
@@ -36,52 +27,64 @@ type Jobs interface {
 	Reconcile(ctx context.Context, code string) ([]voucher.Reconciliation, error)
 }
 
-// Options configure a Server.
+// Options configure a Server; zero values take the defaults noted.
 type Options struct {
+	Vouchers       *voucher.Service    // nil: voucher paths answer 404
+	Quotas         *quota.Service      // nil: quota paths answer 404
 	AdminToken     string              // empty: the admin API answers 403
-	RequestTimeout time.Duration       // bound on one request's work (5s)
-	Quota          Quota               // nil: quota paths answer 404
+	RequestTimeout time.Duration       // bound on one voucher request's work (5s)
+	DBTimeout      time.Duration       // bound on a quota rule call's PostgreSQL work (2s)
+	MaxBodyBytes   int                 // larger bodies get 413 PAYLOAD_TOO_LARGE (8192)
 	State          notify.Reader       // nil: /vouchers/{code}/state answers 404
 	Jobs           Jobs                // nil: /admin/expire and /admin/reconcile answer 404
 	Metrics        prometheus.Gatherer // nil: /metrics answers 404
 	Log            *slog.Logger
 }
 
-// Server serves the backend API.
+// Server serves the backend API. It is safe for concurrent use.
 type Server struct {
 	vouchers *voucher.Service
+	quotas   *quota.Service
 	opts     Options
 	log      *slog.Logger
 	metrics  fasthttp.RequestHandler
+	// readDeduct reads a deduct body: readDeduct, or encoding/json where a benchmark compares.
+	readDeduct func([]byte, *wire.QuotaDeductRequest) error
 }
 
-// New returns a server for the voucher service.
-func New(vouchers *voucher.Service, opts Options) *Server {
+// New returns a server for the services in opts.
+func New(opts Options) *Server {
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = 5 * time.Second
+	}
+	if opts.DBTimeout <= 0 {
+		opts.DBTimeout = 2 * time.Second
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 8192
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	s := &Server{vouchers: vouchers, opts: opts, log: opts.Log}
+	s := &Server{vouchers: opts.Vouchers, quotas: opts.Quotas, opts: opts, log: opts.Log, readDeduct: readDeduct}
 	if opts.Metrics != nil {
 		s.metrics = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}))
 	}
 	return s
 }
 
-// HTTPServer returns a fasthttp server for the API with a request body limit.
-func (s *Server) HTTPServer(maxBody int) *fasthttp.Server {
+// HTTPServer returns a fasthttp server for the API, refusing bodies over MaxBodyBytes.
+func (s *Server) HTTPServer() *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:            s.Handle,
 		Name:               "vouchergate-backend",
-		MaxRequestBodySize: maxBody,
+		MaxRequestBodySize: s.opts.MaxBodyBytes,
 		ReadTimeout:        10 * time.Second,
 		WriteTimeout:       10 * time.Second,
 		IdleTimeout:        60 * time.Second,
 		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-				respondError(ctx, fasthttp.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "body is larger than the limit")
+				s.tooLarge(ctx)
 				return
 			}
 			respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "malformed HTTP request")
@@ -101,6 +104,11 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	path := ctx.Path()
 	if len(path) < 2 || path[0] != '/' {
 		notFound(ctx)
+		return
+	}
+	if len(ctx.PostBody()) > s.opts.MaxBodyBytes {
+		// HTTPServer refuses these before they get here; a caller of Handle may not
+		s.tooLarge(ctx)
 		return
 	}
 	seg := bytes.Split(path[1:], []byte{'/'})
@@ -132,13 +140,12 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 
 // routeVouchers routes /vouchers/{code}/...
 func (s *Server) routeVouchers(ctx *fasthttp.RequestCtx, seg [][]byte) {
-	if len(seg) < 2 {
+	if len(seg) < 2 || s.vouchers == nil {
 		notFound(ctx)
 		return
 	}
-	code := string(seg[0])
-	if !wire.ValidCode(code) {
-		respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "voucher code must match ^[A-Z0-9_-]{1,32}$")
+	code, ok := voucherCode(ctx, seg[0])
+	if !ok {
 		return
 	}
 	switch {
@@ -163,28 +170,38 @@ func (s *Server) routeVouchers(ctx *fasthttp.RequestCtx, seg [][]byte) {
 	}
 }
 
+// routeQuotas routes /quotas/...
 func (s *Server) routeQuotas(ctx *fasthttp.RequestCtx, seg [][]byte) {
-	q := s.opts.Quota
-	if q == nil || len(seg) != 1 {
+	if s.quotas == nil || len(seg) != 1 {
 		notFound(ctx)
 		return
 	}
 	switch string(seg[0]) {
 	case "deduct":
 		if allow(ctx, "POST") {
-			q.Deduct(ctx)
+			s.deduct(ctx)
 		}
 	case "rollback":
 		if allow(ctx, "POST") {
-			q.Rollback(ctx)
+			s.rollback(ctx)
 		}
 	case "usage":
 		if allow(ctx, "GET") {
-			q.Usage(ctx)
+			s.usage(ctx)
 		}
 	default:
 		notFound(ctx)
 	}
+}
+
+// voucherCode reads a voucher code from a path segment, or answers 400 and returns false.
+func voucherCode(ctx *fasthttp.RequestCtx, seg []byte) (string, bool) {
+	code := string(seg)
+	if !wire.ValidCode(code) {
+		respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "voucher code must match ^[A-Z0-9_-]{1,32}$")
+		return "", false
+	}
+	return code, true
 }
 
 // allow answers 405 unless the request's method is method.

@@ -23,7 +23,6 @@ import (
 	"vouchergate/backend/jobs"
 	"vouchergate/backend/notify"
 	"vouchergate/backend/quota"
-	"vouchergate/backend/quotaapi"
 	"vouchergate/backend/store"
 	"vouchergate/backend/voucher"
 	"vouchergate/shared/config"
@@ -44,6 +43,7 @@ type App struct {
 	Quotas  *quota.Service
 	Jobs    *jobs.Jobs
 	Metrics *prometheus.Registry
+	API     *api.Server // the HTTP API; tests call its Handle in memory
 
 	notifier *notify.Notifier
 	http     *fasthttp.Server
@@ -53,10 +53,16 @@ type App struct {
 }
 
 // Option changes how New builds the app (tests inject a clock).
-type Option func(*voucher.Config)
+type Option func(*options)
 
-// WithClock makes the services tell time from clock.
-func WithClock(clock voucher.Clock) Option { return func(c *voucher.Config) { c.Clock = clock } }
+type options struct {
+	clock interface{ Now() time.Time } // nil: the wall clock
+}
+
+// WithClock makes the services, vouchers and quotas alike, tell time from clock.
+func WithClock(clock interface{ Now() time.Time }) Option {
+	return func(o *options) { o.clock = clock }
+}
 
 // New connects to the stores, applies migrations and builds the server. It fails if the
 // database cannot be reached; Redis and NATS may come later.
@@ -93,10 +99,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	if a.notifier, err = notify.New(a.NATS, events.Names{Prefix: cfg.NATSPrefix}, a.Gate, cfg.SoldOutEvery, a.log); err != nil {
 		return nil, err
 	}
-	vcfg := voucher.Config{HoldTTL: cfg.HoldTTL, DBTimeout: cfg.DBTimeout, InFlightWait: cfg.InFlightWait, Log: a.log}
-	for _, o := range opts {
-		o(&vcfg)
-	}
+	vcfg, qcfg := a.serviceConfigs(opts)
 	a.Vouchers = voucher.NewService(a.Store, a.Gate, a.notifier, vcfg)
 	a.Metrics = prometheus.NewRegistry()
 	a.Jobs = jobs.New(a.Vouchers, jobs.Settings{
@@ -104,20 +107,35 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 		WarmupEvery: cfg.WarmupEvery, WarmupAhead: cfg.WarmupAhead,
 		Reconcile: voucher.ReconcileConfig{Grace: cfg.ReconcileGrace, DriftAlert: cfg.DriftAlert},
 	}, a.Metrics, a.log)
-	if a.Quotas, err = quota.New(ctx, quota.Config{Redis: a.Redis, DB: a.Pool, NATS: a.NATS,
-		KeyPrefix: cfg.RedisPrefix, NATSPrefix: cfg.NATSPrefix, IdemTTL: cfg.QuotaIdemTTL,
-		RefreshEvery: cfg.QuotaRefreshEvery, Log: a.log}); err != nil {
+	if a.Quotas, err = quota.New(ctx, qcfg); err != nil {
 		return nil, fmt.Errorf("start backend: %w", err)
 	}
-	quotas := quotaapi.New(a.Quotas, quotaapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, DBTimeout: cfg.DBTimeout, Log: a.log})
-	server := api.New(a.Vouchers, api.Options{AdminToken: cfg.AdminToken, RequestTimeout: cfg.RequestTimeout,
-		Quota: quotas, State: a.Gate, Jobs: a.Jobs, Metrics: a.Metrics, Log: a.log})
-	a.http = server.HTTPServer(cfg.MaxBodyBytes)
+	a.API = api.New(api.Options{Vouchers: a.Vouchers, Quotas: a.Quotas, AdminToken: cfg.AdminToken,
+		RequestTimeout: cfg.RequestTimeout, DBTimeout: cfg.DBTimeout, MaxBodyBytes: cfg.MaxBodyBytes,
+		State: a.Gate, Jobs: a.Jobs, Metrics: a.Metrics, Log: a.log})
+	a.http = a.API.HTTPServer()
 	jobsCtx, stop := context.WithCancel(context.Background())
 	a.stop = stop
 	a.Jobs.Run(jobsCtx)
 	ok = true
 	return a, nil
+}
+
+// serviceConfigs returns the settings of the voucher and quota services.
+func (a *App) serviceConfigs(opts []Option) (voucher.Config, quota.Config) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg := a.Config
+	vcfg := voucher.Config{HoldTTL: cfg.HoldTTL, DBTimeout: cfg.DBTimeout, InFlightWait: cfg.InFlightWait, Log: a.log}
+	qcfg := quota.Config{Redis: a.Redis, DB: a.Pool, NATS: a.NATS,
+		KeyPrefix: cfg.RedisPrefix, NATSPrefix: cfg.NATSPrefix, IdemTTL: cfg.QuotaIdemTTL,
+		RefreshEvery: cfg.QuotaRefreshEvery, Log: a.log}
+	if o.clock != nil {
+		vcfg.Clock, qcfg.Clock = o.clock, o.clock
+	}
+	return vcfg, qcfg
 }
 
 // A burst of flash requests should wait on Redis itself (single-threaded, ~10 µs a script),

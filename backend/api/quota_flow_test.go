@@ -1,4 +1,4 @@
-package quotaapi_test
+package api_test
 
 import (
 	"fmt"
@@ -10,15 +10,10 @@ import (
 	"vouchergate/shared/wire"
 )
 
-var t0 = time.Date(2025, 3, 3, 2, 0, 0, 0, time.UTC) // Monday 10:00 in Shanghai
-
-const dayRule = `{"bizId":1,"identityType":"USER","dimension":"ITEM:1001","limit":3,"window":{"type":"DAY","timezone":"Asia/Shanghai"}}`
-
 // The whole flow over HTTP: rules, deduct, refusal, retry, usage, rollback, and the answers'
 // shapes.
 func TestQuotaFlowOverHTTP(t *testing.T) {
-	h, clock := newHandlers(t, t0)
-	c := client(t, h)
+	c, clock := startQuotas(t, t0, nil)
 
 	a := do(t, c, "POST", "/admin/quota-rules", dayRule)
 	var rule wire.QuotaRule
@@ -39,7 +34,7 @@ func TestQuotaFlowOverHTTP(t *testing.T) {
 		t.Fatalf("list: %+v", list)
 	}
 
-	deduct := func(key string) answer {
+	deduct := func(key string) reply {
 		return do(t, c, "POST", "/quotas/deduct", `{"bizId":1,"idemKey":"`+key+`","items":[{"identityType":"USER","identity":"12345","dimensions":["ITEM:1001","TYPE:GAME"]}]}`)
 	}
 	a = deduct("order-1")
@@ -109,9 +104,8 @@ func TestQuotaFlowOverHTTP(t *testing.T) {
 }
 
 // Bad input gets a 4xx with a JSON error that names the problem, and changes nothing.
-func TestBadInput(t *testing.T) {
-	h, _ := newHandlers(t, t0)
-	c := client(t, h)
+func TestQuotaBadInput(t *testing.T) {
+	c, _ := startQuotas(t, t0, nil)
 	if a := do(t, c, "POST", "/admin/quota-rules", dayRule); a.status != 201 {
 		t.Fatalf("rule: %d %s", a.status, a.body)
 	}

@@ -1,9 +1,8 @@
-package quotaapi_test
+package api_test
 
 import (
-	"encoding/csv"
 	"net"
-	"os/exec"
+	osexec "os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,10 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/valyala/fasthttp"
 
+	"vouchergate/backend/backendtest"
 	"vouchergate/backend/quota"
+	"vouchergate/loadtest/load"
 	"vouchergate/testkit"
 )
 
@@ -27,20 +27,21 @@ const benchClients = 64
 const benchRules = `{"bizId":1,"identityType":"USER","dimension":"ITEM:1001","limit":1000000000000000,"window":{"type":"DAY","timezone":"Asia/Shanghai"}}
 {"bizId":1,"identityType":"USER","dimension":"ITEM:1001","limit":1000000000000000,"window":{"type":"WEEK","timezone":"Asia/Shanghai"}}`
 
-// benchStack serves the handlers over a Redis of their own, so that its INFO counts only this
-// benchmark's work and the shared one is left alone.
-func benchStack(b *testing.B) (*quota.Service, fasthttp.RequestHandler, string) {
+// benchStack serves the API over a Redis of its own, so that its INFO counts only this
+// benchmark's work and the shared one is left alone. It returns the backend, its API's handler
+// and the Redis address.
+func benchStack(b *testing.B) (*backendtest.Backend, fasthttp.RequestHandler, string) {
 	srv := testkit.StartRedis(b)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 2 * benchClients})
-	b.Cleanup(func() { rdb.Close() })
-	h, _, svc := newStack(b, t0, rdb)
-	handler := route(h)
+	cfg := backendtest.Config(b)
+	cfg.RedisURL = "redis://" + srv.Addr()
+	back, _ := startQuotas(b, t0, &cfg)
+	handler := back.App.API.Handle
 	for _, r := range strings.Split(benchRules, "\n") {
 		if c := call(handler, "POST", "/admin/quota-rules", r); c.Response.StatusCode() != 201 {
 			b.Fatalf("rule: %s", c.Response.Body())
 		}
 	}
-	return svc, handler, srv.Addr()
+	return back, handler, srv.Addr()
 }
 
 func deductBody(id string, i int64) []byte {
@@ -57,24 +58,7 @@ func deductBody(id string, i int64) []byte {
 // between client and handler.
 func BenchmarkDeductHandler(b *testing.B) {
 	_, handler, _ := benchStack(b)
-	var seq atomic.Int64
-	b.ReportAllocs()
-	b.SetParallelism(benchClients / 2)
-	b.RunParallel(func(pb *testing.PB) {
-		var ctx fasthttp.RequestCtx
-		ctx.Request.Header.SetMethod("POST")
-		ctx.Request.SetRequestURI("/quotas/deduct")
-		for pb.Next() {
-			ctx.Request.SetBody(deductBody("bench", seq.Add(1)))
-			ctx.Response.Reset()
-			handler(&ctx)
-			if ctx.Response.StatusCode() != 200 {
-				b.Errorf("%d %s", ctx.Response.StatusCode(), ctx.Response.Body())
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deducts/s")
+	runDeductHandler(b, handler, new(atomic.Int64))
 }
 
 // httpResult is one HTTP load run.
@@ -142,7 +126,7 @@ func httpRate(b *testing.B, handler fasthttp.RequestHandler, redisAddr string, n
 // redisCPU returns the CPU seconds so far of the Redis at addr (INFO cpu).
 func redisCPU(b *testing.B, addr string) float64 {
 	host, port, _ := strings.Cut(addr, ":")
-	out, err := exec.Command("redis-cli", "-h", host, "-p", port, "INFO", "cpu").Output()
+	out, err := osexec.Command("redis-cli", "-h", host, "-p", port, "INFO", "cpu").Output()
 	if err != nil {
 		b.Fatalf("redis-cli INFO cpu: %v", err)
 	}
@@ -173,7 +157,7 @@ func report(b *testing.B, rs []httpResult) {
 		for i, r := range rs {
 			v[i] = f(r)
 		}
-		return median(v)
+		return load.Median(v)
 	}
 	b.ReportMetric(pick(func(r httpResult) float64 { return r.rate }), "deducts/s")
 	b.ReportMetric(pick(func(r httpResult) float64 { return r.p99 }), "p99-ms")
@@ -220,11 +204,11 @@ func BenchmarkHTTPDeduct(b *testing.B) {
 // reports the medians of both rates and of their ratio over benchRounds rounds. Run it with
 // -benchtime 1x.
 func BenchmarkHTTPVersusRedisBenchmark(b *testing.B) {
-	if _, err := exec.LookPath("redis-benchmark"); err != nil {
+	if _, err := osexec.LookPath("redis-benchmark"); err != nil {
 		b.Skip("redis-benchmark is not installed")
 	}
-	svc, handler, addr := benchStack(b)
-	cmd, err := svc.DeductCommand(1, "rb-__rand_int__", []quota.Item{{IdentityType: "USER", Identity: "bench", Dimensions: []string{"ITEM:1001"}, Amount: 1}})
+	back, handler, addr := benchStack(b)
+	cmd, err := back.App.Quotas.DeductCommand(1, "rb-__rand_int__", []quota.Item{{IdentityType: "USER", Identity: "bench", Dimensions: []string{"ITEM:1001"}, Amount: 1}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -236,45 +220,15 @@ func BenchmarkHTTPVersusRedisBenchmark(b *testing.B) {
 		var theirs, ratios []float64
 		var ours []httpResult
 		for range benchRounds {
-			t := redisBenchmark(b, addr, cmd, n)
+			t := testkit.RedisBenchmark(b, addr, benchClients, n, cmd)
 			o := httpRate(b, handler, addr, n, false)
 			theirs, ours, ratios = append(theirs, t), append(ours, o), append(ratios, o.rate/t)
 		}
-		b.ReportMetric(median(theirs), "redis-benchmark/s")
+		b.ReportMetric(load.Median(theirs), "redis-benchmark/s")
 		report(b, ours)
-		b.ReportMetric(median(ratios), "ratio")
+		b.ReportMetric(load.Median(ratios), "ratio")
 	}
 }
 
 // benchRounds is how many times a comparison alternates the two sides; it reports medians.
 const benchRounds = 5
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// redisBenchmark runs redis-benchmark -c benchClients -n n on cmd against the Redis at addr
-// and returns its requests per second.
-func redisBenchmark(b *testing.B, addr string, cmd []string, n int) float64 {
-	host, port, _ := strings.Cut(addr, ":")
-	args := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(benchClients), "-n", strconv.Itoa(n),
-		"-r", "2000000000", "--csv"}, cmd...)
-	out, err := exec.Command("redis-benchmark", args...).CombinedOutput()
-	if err != nil {
-		b.Fatalf("redis-benchmark: %v\n%s", err, out)
-	}
-	rows, err := csv.NewReader(strings.NewReader(string(out))).ReadAll()
-	if err != nil || len(rows) < 2 || len(rows[1]) < 2 {
-		b.Fatalf("redis-benchmark said %q", out)
-	}
-	rps, err := strconv.ParseFloat(rows[1][1], 64)
-	if err != nil {
-		b.Fatalf("redis-benchmark said %q", out)
-	}
-	return rps
-}

@@ -1,4 +1,4 @@
-package quotaapi_test
+package api_test
 
 import (
 	"encoding/json"
@@ -36,8 +36,8 @@ func FuzzDeductBody(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	h, _ := newHandlers(f, t0)
-	handler := route(h)
+	b, _ := startQuotas(f, t0, nil)
+	handler := b.App.API.Handle
 	c := call(handler, "POST", "/admin/quota-rules", dayRule)
 	if c.Response.StatusCode() != 201 {
 		f.Fatalf("rule: %s", c.Response.Body())
@@ -58,8 +58,8 @@ func FuzzRuleBody(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	h, _ := newHandlers(f, t0)
-	handler := route(h)
+	b, _ := startQuotas(f, t0, nil)
+	handler := b.App.API.Handle
 	f.Fuzz(func(t *testing.T, body string) {
 		checkAnswer(t, "put rule", call(handler, "POST", "/admin/quota-rules", body))
 	})
@@ -70,9 +70,10 @@ func FuzzUsageQuery(f *testing.F) {
 	for _, s := range []string{"bizId=1&identityType=USER&identity=12345&dimension=ITEM:1001", "bizId=1&identity=%00", "bizId=-0&dimension="} {
 		f.Add(s)
 	}
-	h, _ := newHandlers(f, t0)
+	b, _ := startQuotas(f, t0, nil)
+	handler := b.App.API.Handle
 	f.Fuzz(func(t *testing.T, query string) {
-		checkAnswer(t, "usage", call(h.Usage, "GET", "/quotas/usage?"+query, ""))
-		checkAnswer(t, "get rule", call(h.GetRule, "GET", "/admin/quota-rules/"+url.PathEscape(query), ""))
+		checkAnswer(t, "usage", call(handler, "GET", "/quotas/usage?"+query, ""))
+		checkAnswer(t, "get rule", call(handler, "GET", "/admin/quota-rules/"+url.PathEscape(query), ""))
 	})
 }

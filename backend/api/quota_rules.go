@@ -1,4 +1,4 @@
-package quotaapi
+package api
 
 import (
 	"context"
@@ -12,24 +12,51 @@ import (
 	"vouchergate/shared/wire"
 )
 
-// PutRule answers POST /admin/quota-rules with a wire.QuotaRuleRequest: 201 wire.QuotaRule
+// routeQuotaRules routes /admin/quota-rules[/{id}], after authorization.
+func (s *Server) routeQuotaRules(ctx *fasthttp.RequestCtx, seg [][]byte) {
+	method := string(ctx.Method())
+	switch {
+	case len(seg) == 0 && method == "POST":
+		s.putRule(ctx)
+	case len(seg) == 0:
+		if allow(ctx, "GET") {
+			s.listRules(ctx)
+		}
+	case len(seg) == 1 && method == "DELETE":
+		s.ruleByID(ctx, seg[0], s.quotas.DeleteRule)
+	case len(seg) == 1:
+		if allow(ctx, "GET") {
+			s.ruleByID(ctx, seg[0], s.quotas.Rule)
+		}
+	default:
+		notFound(ctx)
+	}
+}
+
+// dbContext bounds a quota rule call's PostgreSQL work.
+func (s *Server) dbContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.opts.DBTimeout)
+}
+
+// putRule answers POST /admin/quota-rules with a wire.QuotaRuleRequest: 201 wire.QuotaRule
 // when created, 200 when a rule of the same bizId, identityType, dimension and window got the
 // new limit; 400, 409 TOO_MANY_QUOTA_RULES, 413, 503.
-func (h *Handlers) PutRule(ctx *fasthttp.RequestCtx) {
+func (s *Server) putRule(ctx *fasthttp.RequestCtx) {
 	var req wire.QuotaRuleRequest
-	if !h.decode(ctx, &req) {
+	if err := decodeJSON(ctx.PostBody(), &req, strict); err != nil {
+		badRequest(ctx, err)
 		return
 	}
 	r, err := ruleFromWire(&req)
 	if err != nil {
-		h.fail(ctx, err)
+		s.respondOutcome(ctx, err)
 		return
 	}
-	dbctx, cancel := context.WithTimeout(context.Background(), h.dbTimeout)
+	c, cancel := s.dbContext()
 	defer cancel()
-	saved, created, err := h.svc.PutRule(dbctx, r)
+	saved, created, err := s.quotas.PutRule(c, r)
 	if err != nil {
-		h.fail(ctx, err)
+		s.respondOutcome(ctx, err)
 		return
 	}
 	status := fasthttp.StatusOK
@@ -37,57 +64,51 @@ func (h *Handlers) PutRule(ctx *fasthttp.RequestCtx) {
 		status = fasthttp.StatusCreated
 	}
 	out := ruleWire(&saved)
-	h.json(ctx, status, &out)
+	respondJSON(ctx, status, &out)
 }
 
-// ListRules answers GET /admin/quota-rules[?bizId=]: 200 wire.QuotaRules, 400, 503.
-func (h *Handlers) ListRules(ctx *fasthttp.RequestCtx) {
+// listRules answers GET /admin/quota-rules[?bizId=]: 200 wire.QuotaRules, 400, 503.
+func (s *Server) listRules(ctx *fasthttp.RequestCtx) {
 	var bizID int64
 	if v := ctx.QueryArgs().Peek("bizId"); v != nil {
 		var err error
 		if bizID, err = positiveInt("bizId", v); err != nil {
-			h.fail(ctx, err)
+			badRequest(ctx, err)
 			return
 		}
 	}
-	dbctx, cancel := context.WithTimeout(context.Background(), h.dbTimeout)
+	c, cancel := s.dbContext()
 	defer cancel()
-	rs, err := h.svc.Rules(dbctx, bizID)
+	rs, err := s.quotas.Rules(c, bizID)
 	if err != nil {
-		h.fail(ctx, err)
+		s.respondOutcome(ctx, err)
 		return
 	}
 	out := wire.QuotaRules{Rules: make([]wire.QuotaRule, len(rs))}
 	for i := range rs {
 		out.Rules[i] = ruleWire(&rs[i])
 	}
-	h.json(ctx, fasthttp.StatusOK, &out)
+	respondJSON(ctx, fasthttp.StatusOK, &out)
 }
 
-// GetRule answers GET /admin/quota-rules/{id}: 200 wire.QuotaRule, 400, 404
+// ruleByID answers GET (do: Rule) and DELETE (do: DeleteRule, which leaves the counters the
+// rule implied to expire) /admin/quota-rules/{id}: 200 wire.QuotaRule, 400, 404
 // QUOTA_RULE_NOT_FOUND, 503.
-func (h *Handlers) GetRule(ctx *fasthttp.RequestCtx) { h.ruleByID(ctx, h.svc.Rule) }
-
-// DeleteRule answers DELETE /admin/quota-rules/{id}: 200 with the deleted wire.QuotaRule,
-// 400, 404 QUOTA_RULE_NOT_FOUND, 503. Counters it implied are left to expire.
-func (h *Handlers) DeleteRule(ctx *fasthttp.RequestCtx) { h.ruleByID(ctx, h.svc.DeleteRule) }
-
-// ruleByID runs do on the rule the path names and answers it.
-func (h *Handlers) ruleByID(ctx *fasthttp.RequestCtx, do func(context.Context, int64) (quota.Rule, error)) {
-	id, err := ruleID(ctx)
+func (s *Server) ruleByID(ctx *fasthttp.RequestCtx, rawID []byte, do func(context.Context, int64) (quota.Rule, error)) {
+	id, err := positiveInt("rule id", rawID)
 	if err != nil {
-		h.fail(ctx, err)
+		badRequest(ctx, err)
 		return
 	}
-	dbctx, cancel := context.WithTimeout(context.Background(), h.dbTimeout)
+	c, cancel := s.dbContext()
 	defer cancel()
-	r, err := do(dbctx, id)
+	r, err := do(c, id)
 	if err != nil {
-		h.fail(ctx, err)
+		s.respondOutcome(ctx, err)
 		return
 	}
 	out := ruleWire(&r)
-	h.json(ctx, fasthttp.StatusOK, &out)
+	respondJSON(ctx, fasthttp.StatusOK, &out)
 }
 
 func ruleFromWire(req *wire.QuotaRuleRequest) (quota.Rule, error) {
@@ -172,4 +193,16 @@ func clip(s string) string {
 func ruleWire(r *quota.Rule) wire.QuotaRule {
 	return wire.QuotaRule{ID: r.ID, BizID: r.BizID, IdentityType: r.IdentityType, Dimension: r.Dimension,
 		Limit: r.Limit, Window: windowWire(r.Window), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+func windowWire(w quota.Window) wire.QuotaWindow {
+	out := wire.QuotaWindow{Type: string(w.Type), Timezone: w.Timezone}
+	switch w.Type {
+	case quota.Rolling:
+		out.Size = formatSize(w.Size)
+	case quota.Fixed:
+		start, end := w.Start.UTC(), w.End.UTC()
+		out.Start, out.End = &start, &end
+	}
+	return out
 }

@@ -1,0 +1,88 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/backend/quota"
+	"vouchergate/backend/voucher"
+	"vouchergate/shared/wire"
+)
+
+// outcome is how one domain error is answered.
+type outcome struct {
+	err     error
+	status  int
+	code    string
+	message string // what the client is told; empty: the error's own text
+}
+
+// outcomes maps every domain error of the voucher and quota services to its status and error
+// code: the one place where they meet HTTP. The first that matches (errors.Is) answers.
+var outcomes = []outcome{
+	{err: voucher.ErrOutOfStock, status: fasthttp.StatusConflict, code: wire.CodeOutOfStock},
+	{err: voucher.ErrAlreadyUsed, status: fasthttp.StatusConflict, code: wire.CodeAlreadyUsed},
+	{err: voucher.ErrNotEligible, status: fasthttp.StatusUnprocessableEntity, code: wire.CodeNotEligible},
+	{err: voucher.ErrVoucherNotFound, status: fasthttp.StatusNotFound, code: wire.CodeVoucherNotFound},
+	{err: voucher.ErrReservationNotFound, status: fasthttp.StatusNotFound, code: wire.CodeReservationNotFound},
+	{err: voucher.ErrReleased, status: fasthttp.StatusConflict, code: wire.CodeReservationReleased},
+	{err: voucher.ErrConfirmed, status: fasthttp.StatusConflict, code: wire.CodeReservationConfirmed},
+	{err: voucher.ErrVoucherExists, status: fasthttp.StatusConflict, code: wire.CodeVoucherExists},
+	{err: voucher.ErrUnavailable, status: fasthttp.StatusServiceUnavailable, code: wire.CodeUnavailable,
+		message: "a store did not answer in time; retry with the same orderId"},
+
+	{err: quota.ErrInvalid, status: fasthttp.StatusBadRequest, code: wire.CodeBadRequest},
+	// answered with the full counter by respondOutcome
+	{err: quota.ErrQuotaExceeded, status: fasthttp.StatusConflict, code: wire.CodeQuotaExceeded},
+	{err: quota.ErrRolledBack, status: fasthttp.StatusConflict, code: wire.CodeQuotaRolledBack,
+		message: "this idemKey was rolled back; use a new one"},
+	{err: quota.ErrIdemKeyReused, status: fasthttp.StatusConflict, code: wire.CodeIdemKeyReused,
+		message: "this idemKey deducted other items for the same identity"},
+	{err: quota.ErrRuleNotFound, status: fasthttp.StatusNotFound, code: wire.CodeQuotaRuleNotFound,
+		message: "no quota rule has this id"},
+	{err: quota.ErrTooManyRules, status: fasthttp.StatusConflict, code: wire.CodeTooManyQuotaRules,
+		message: "a bizId and identityType hold at most " + strconv.Itoa(wire.MaxQuotaRulesPerType) + " rules"},
+	{err: quota.ErrUnavailable, status: fasthttp.StatusServiceUnavailable, code: wire.CodeUnavailable,
+		message: "try again with the same idemKey"},
+}
+
+// unexpected answers an error that is in no row of outcomes: a failure the client can only
+// retry.
+var unexpected = outcome{status: fasthttp.StatusServiceUnavailable, code: wire.CodeUnavailable,
+	message: "the request could not be completed; retry it as it was"}
+
+func outcomeOf(err error) (outcome, bool) {
+	for _, o := range outcomes {
+		if errors.Is(err, o.err) {
+			return o, true
+		}
+	}
+	return unexpected, false
+}
+
+// respondOutcome answers a service error from outcomes, logging the 503s: at warning level
+// when a store was unavailable, as an error when the failure was unexpected.
+func (s *Server) respondOutcome(ctx *fasthttp.RequestCtx, err error) {
+	o, known := outcomeOf(err)
+	if o.status == fasthttp.StatusServiceUnavailable {
+		level := slog.LevelWarn
+		if !known {
+			level = slog.LevelError
+		}
+		s.log.Log(ctx, level, "request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+	}
+	var ex *quota.ExceededError
+	if errors.As(err, &ex) {
+		respondJSON(ctx, o.status, &wire.QuotaExceeded{Error: o.code, Message: ex.Error(),
+			Counter: counterWire(&ex.Counter), Requested: ex.Requested})
+		return
+	}
+	msg := o.message
+	if msg == "" {
+		msg = err.Error()
+	}
+	respondError(ctx, o.status, o.code, msg)
+}

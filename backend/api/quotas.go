@@ -1,0 +1,97 @@
+package api
+
+import (
+	"context"
+
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/backend/quota"
+	"vouchergate/shared/wire"
+)
+
+// The purchase quota endpoints. Their Redis calls are bounded by the Redis client's own
+// timeouts (VG_REDIS_TIMEOUT), so they take a background context: a deduct cut short by a
+// deadline of ours could not give back the steps it took.
+
+// deduct answers POST /quotas/deduct: 200 wire.QuotaDeductResponse (also to every retry of
+// the idemKey), 409 wire.QuotaExceeded, 409 QUOTA_ROLLED_BACK or IDEMPOTENCY_KEY_REUSED,
+// 400, 413, 503 (outcome may be unknown: retry with the same idemKey or roll back).
+func (s *Server) deduct(ctx *fasthttp.RequestCtx) {
+	req, items, err := decodeDeduct(ctx.PostBody(), s.readDeduct)
+	if err != nil {
+		badRequest(ctx, err)
+		return
+	}
+	res, err := s.quotas.Deduct(context.Background(), req.BizID, req.IdemKey, items)
+	if err != nil {
+		s.respondOutcome(ctx, err)
+		return
+	}
+	out := wire.QuotaDeductResponse{IdemKey: res.IdemKey, Counters: make([]wire.QuotaCounter, len(res.Counters))}
+	for i := range res.Counters {
+		out.Counters[i] = counterWire(&res.Counters[i])
+	}
+	respondJSON(ctx, fasthttp.StatusOK, &out)
+}
+
+// rollback answers POST /quotas/rollback: 200 wire.QuotaRollbackResponse saying what this call
+// gave back (nothing for an unknown or already rolled back idemKey), 400, 413, 503.
+func (s *Server) rollback(ctx *fasthttp.RequestCtx) {
+	var req wire.QuotaRollbackRequest
+	if err := decodeJSON(ctx.PostBody(), &req, strict); err != nil {
+		badRequest(ctx, err)
+		return
+	}
+	res, err := s.quotas.Rollback(context.Background(), req.BizID, req.IdemKey)
+	if err != nil {
+		s.respondOutcome(ctx, err)
+		return
+	}
+	out := wire.QuotaRollbackResponse{IdemKey: res.IdemKey, Returned: make([]wire.QuotaReturned, len(res.Returned))}
+	for i, r := range res.Returned {
+		out.Returned[i] = wire.QuotaReturned{IdentityType: r.IdentityType, Identity: r.Identity,
+			Dimension: r.Dimension, Window: windowWire(r.Window), Amount: r.Amount}
+	}
+	respondJSON(ctx, fasthttp.StatusOK, &out)
+}
+
+// usage answers GET /quotas/usage?bizId=&identityType=&identity=&dimension= (dimension may
+// repeat, or be left out for the counters of every rule that names its dimension): 200
+// wire.QuotaUsageResponse, 400, 503. Values are URL-decoded, so a phone number's '+' must be
+// sent as %2B.
+func (s *Server) usage(ctx *fasthttp.RequestCtx) {
+	q := ctx.QueryArgs()
+	bizID, err := positiveInt("bizId", q.Peek("bizId"))
+	if err != nil {
+		badRequest(ctx, err)
+		return
+	}
+	var dims []string
+	for _, d := range q.PeekMulti("dimension") {
+		dims = append(dims, string(d))
+		if len(dims) > wire.MaxItemDimensions {
+			break // the service names the bound
+		}
+	}
+	typ, identity := string(q.Peek("identityType")), string(q.Peek("identity"))
+	cs, err := s.quotas.Usage(context.Background(), bizID, typ, identity, dims)
+	if err != nil {
+		s.respondOutcome(ctx, err)
+		return
+	}
+	out := wire.QuotaUsageResponse{BizID: bizID, IdentityType: typ, Identity: identity, Counters: make([]wire.QuotaCounter, len(cs))}
+	for i := range cs {
+		out.Counters[i] = counterWire(&cs[i])
+	}
+	respondJSON(ctx, fasthttp.StatusOK, &out)
+}
+
+func counterWire(c *quota.Counter) wire.QuotaCounter {
+	out := wire.QuotaCounter{IdentityType: c.IdentityType, Identity: c.Identity, Dimension: c.Dimension,
+		Window: windowWire(c.Window), Used: c.Used, Limit: c.Limit}
+	if !c.ResetsAt.IsZero() {
+		t := c.ResetsAt
+		out.ResetsAt = &t
+	}
+	return out
+}
