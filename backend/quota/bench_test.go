@@ -2,7 +2,6 @@ package quota_test
 
 import (
 	"context"
-	"encoding/csv"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -129,7 +128,7 @@ func BenchmarkVersusRedisBenchmark(b *testing.B) {
 				for range benchRounds {
 					before := e.used(b, 1, "USER", "bench", "ITEM:1001", day)
 					cpu0 := redisCPU(b, rdb)
-					t := redisBenchmark(b, addr, cmd, n)
+					t := testkit.RedisBenchmark(b, addr, benchClients, n, cmd...)
 					cpu1 := redisCPU(b, rdb)
 					// a few random idemKeys repeat (-r draws from 2^31): those are replays
 					if took := e.used(b, 1, "USER", "bench", "ITEM:1001", day) - before; took < n-n/1000 || took > n {
@@ -218,28 +217,4 @@ func serviceRate(b *testing.B, e *env, n int64) float64 {
 	}
 	wg.Wait()
 	return float64(n) / time.Since(start).Seconds()
-}
-
-// redisBenchmark runs redis-benchmark -c benchClients -n n on cmd against addr and returns
-// its requests per second.
-func redisBenchmark(b *testing.B, addr string, cmd []string, n int) float64 {
-	host, port, _ := strings.Cut(addr, ":")
-	args := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(benchClients), "-n", strconv.Itoa(n),
-		"-r", "2000000000", "--csv"}, cmd...)
-	out, err := exec.Command("redis-benchmark", args...).CombinedOutput()
-	if err != nil {
-		b.Fatalf("redis-benchmark: %v\n%s", err, out)
-	}
-	rows, err := csv.NewReader(strings.NewReader(string(out))).ReadAll()
-	if err != nil || len(rows) < 2 || len(rows[1]) < 2 {
-		b.Fatalf("redis-benchmark said %q", out)
-	}
-	rps, err := strconv.ParseFloat(rows[1][1], 64)
-	if err != nil {
-		b.Fatalf("redis-benchmark said %q", out)
-	}
-	if strings.Contains(string(out), "ERR") {
-		b.Fatalf("redis-benchmark met errors: %s", out)
-	}
-	return rps
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -17,9 +15,8 @@ import (
 
 	"vouchergate/edge/app"
 	"vouchergate/shared/config"
+	"vouchergate/testkit"
 )
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // edgeConfig returns settings for a test edge in front of backends.
 func edgeConfig(natsURL, natsPrefix string, backends ...string) config.Edge {
@@ -47,7 +44,7 @@ func startEdge(t *testing.T, cfg config.Edge) *edge {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := app.New(ctx, cfg, app.WithLog(quiet))
+	a, err := app.New(ctx, cfg, app.WithLog(testkit.QuietLog))
 	if err != nil {
 		t.Fatalf("start edge: %v", err)
 	}

@@ -3,15 +3,13 @@ package soldout
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-	"vouchergate/testkit"
 
 	"vouchergate/shared/events"
+	"vouchergate/testkit"
 )
 
 // states is a Source answering from a map, counting reads; gate, when set, holds each read.
@@ -40,12 +38,10 @@ func (s *states) VoucherState(ctx context.Context, code string) (events.VoucherS
 	return st, nil
 }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
 func TestRefresherLearnsFromTheSource(t *testing.T) {
 	c := New(Options{TTL: time.Minute})
 	src := &states{m: map[string]events.VoucherState{"FLASH": soldOut("FLASH", "o-1")}}
-	r := NewRefresher(c, src, time.Hour, time.Second, quiet)
+	r := NewRefresher(c, src, time.Hour, time.Second, testkit.QuietLog)
 	defer r.Close()
 
 	for range 50 {
@@ -65,7 +61,7 @@ func TestRefresherRemovesAVoucherBackInStock(t *testing.T) {
 	c := New(Options{TTL: time.Minute})
 	_ = c.Apply(soldOut("FLASH", "o-1"))
 	src := &states{m: map[string]events.VoucherState{"FLASH": {Code: "FLASH"}}}
-	r := NewRefresher(c, src, time.Millisecond, time.Second, quiet)
+	r := NewRefresher(c, src, time.Millisecond, time.Second, testkit.QuietLog)
 	defer r.Close()
 	r.Ask("FLASH")
 	testkit.Eventually(t, "entry removed", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e == nil })
@@ -74,7 +70,7 @@ func TestRefresherRemovesAVoucherBackInStock(t *testing.T) {
 func TestRefresherDropsAReadOvertakenByAnEvent(t *testing.T) {
 	c := New(Options{TTL: time.Minute})
 	src := &states{m: map[string]events.VoucherState{"FLASH": soldOut("FLASH", "o-1")}, gate: make(chan struct{})}
-	r := NewRefresher(c, src, time.Millisecond, time.Second, quiet)
+	r := NewRefresher(c, src, time.Millisecond, time.Second, testkit.QuietLog)
 	defer r.Close()
 	r.Ask("FLASH")
 	testkit.Eventually(t, "read started", func() bool { return src.reads.Load() == 1 })
@@ -91,7 +87,7 @@ func TestRefresherDropsAReadOvertakenByAnEvent(t *testing.T) {
 func TestRefresherCloseCancelsReads(t *testing.T) {
 	c := New(Options{TTL: time.Minute})
 	src := &states{m: map[string]events.VoucherState{}, gate: make(chan struct{})}
-	r := NewRefresher(c, src, time.Millisecond, time.Hour, quiet)
+	r := NewRefresher(c, src, time.Millisecond, time.Hour, testkit.QuietLog)
 	r.Ask("FLASH")
 	testkit.Eventually(t, "read started", func() bool { return src.reads.Load() == 1 })
 	done := make(chan struct{})
@@ -106,7 +102,7 @@ func TestRefresherCloseCancelsReads(t *testing.T) {
 func TestRefresherKeepsAnAskThatCameTooSoon(t *testing.T) {
 	c := New(Options{TTL: time.Minute})
 	src := &states{m: map[string]events.VoucherState{"FLASH": soldOut("FLASH", "o-1")}}
-	r := NewRefresher(c, src, 100*time.Millisecond, time.Second, quiet)
+	r := NewRefresher(c, src, 100*time.Millisecond, time.Second, testkit.QuietLog)
 	defer r.Close()
 	r.Ask("FLASH")
 	testkit.Eventually(t, "sold out learned", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e != nil })

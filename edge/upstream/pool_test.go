@@ -3,21 +3,17 @@ package upstream
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-	"vouchergate/testkit"
 
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/shared/events"
+	"vouchergate/testkit"
 )
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // server is a real fasthttp server on 127.0.0.1 that can be stopped and started again on the
 // same address.
@@ -98,7 +94,7 @@ func newPool(t *testing.T, servers ...*server) *Pool {
 	for i, s := range servers {
 		addrs[i] = s.addr
 	}
-	p := NewPool(addrs, make([]bool, len(addrs)), testPoolOptions(), quiet)
+	p := NewPool(addrs, make([]bool, len(addrs)), testPoolOptions(), testkit.QuietLog)
 	t.Cleanup(p.Close)
 	return p
 }
