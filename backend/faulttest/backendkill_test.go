@@ -34,7 +34,7 @@ func TestBackendKilledMidSale(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	proc := startBackendProcess(t, cfg, "VG_RECONCILE_GRACE="+grace.String(), "VG_DB_TIMEOUT=1s",
+	proc := backendtest.StartProcess(t, cfg, "VG_RECONCILE_GRACE="+grace.String(), "VG_DB_TIMEOUT=1s",
 		"VG_INFLIGHT_WAIT=1s", "VG_DB_MAX_CONNS=2", "VG_REQUEST_TIMEOUT=10s")
 	c := newClient(t, proc.URL())
 
@@ -52,8 +52,8 @@ func TestBackendKilledMidSale(t *testing.T) {
 	t.Logf("killing the backend %s into the sale", time.Since(began).Round(time.Millisecond))
 	s.running(t, "kill the backend")
 	killedAt := time.Now()
-	proc.kill()
-	proc.start()
+	proc.Kill()
+	proc.Start()
 	t.Logf("new backend up %s after the kill", time.Since(killedAt).Round(time.Millisecond))
 	wave1 := s.wait(t)
 	t.Logf("first wave, %s after the kill: %s", time.Since(killedAt).Round(time.Millisecond), tally(wave1))

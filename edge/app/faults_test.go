@@ -78,8 +78,8 @@ func TestWithNATSDownTheEdgeLearnsFromPassing409s(t *testing.T) {
 func TestKilledBackend(t *testing.T) {
 	cfg := backendtest.Config(t)
 	admin := backendtest.Start(t, cfg) // for creating the voucher; not behind the edge
-	b1, b2 := startBackendProcess(t, cfg, ""), startBackendProcess(t, cfg, "")
-	ecfg := edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b1.addr, b2.addr)
+	b1, b2 := backendtest.StartProcess(t, cfg), backendtest.StartProcess(t, cfg)
+	ecfg := edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b1.Addr(), b2.Addr())
 	ecfg.BackendTimeout = 2 * time.Second
 	e := startEdge(t, ecfg)
 	admin.CreateVoucher(t, backendtest.Voucher{Code: "NORMAL", Discount: 10, TotalLimit: 100000, PerUserLimit: 1000})
@@ -111,7 +111,7 @@ func TestKilledBackend(t *testing.T) {
 		}
 	}()
 	time.Sleep(200 * time.Millisecond)
-	b1.kill()
+	b1.Kill()
 	testkit.Eventually(t, "killed backend out of service", func() bool { return e.App.Pool.Healthy() == 1 })
 	time.Sleep(200 * time.Millisecond)
 	close(stop)
@@ -125,18 +125,18 @@ func TestKilledBackend(t *testing.T) {
 		}
 	}
 
-	b1.start()
+	b1.Start()
 	testkit.Eventually(t, "restarted backend back in service", func() bool { return e.App.Pool.Healthy() == 2 })
 
 	// Every backend gone: a quick JSON 503, never a hang.
-	b1.kill()
-	b2.kill()
+	b1.Kill()
+	b2.Kill()
 	testkit.Eventually(t, "both backends out", func() bool { return e.App.Pool.Healthy() == 0 })
 	a := e.reserve(t, "NORMAL", "c", "none-left")
 	if a.Status != 503 || !jsonGatewayError(a.Body) {
 		t.Fatalf("with no backend: %d %s; want a JSON 503", a.Status, a.Body)
 	}
-	b1.start()
+	b1.Start()
 	testkit.Eventually(t, "a backend back", func() bool { return e.App.Pool.Healthy() == 1 })
 	if a := e.reserve(t, "NORMAL", "c", "recovered"); a.Status != 201 {
 		t.Fatalf("after the backend returned: %d %s", a.Status, a.Body)

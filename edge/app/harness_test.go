@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,10 +14,17 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"vouchergate/backend/backendtest"
 	"vouchergate/edge/app"
 	"vouchergate/shared/config"
 	"vouchergate/testkit"
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	backendtest.RemoveBinary() // built by the tests that run the backend as a process
+	os.Exit(code)
+}
 
 // edgeConfig returns settings for a test edge in front of backends.
 func edgeConfig(natsURL, natsPrefix string, backends ...string) config.Edge {
