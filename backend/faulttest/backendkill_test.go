@@ -67,7 +67,7 @@ func TestBackendKilledMidSale(t *testing.T) {
 			t.Errorf("order %s: a retrying client ended with %d %s", o.order, o.status, o.code)
 		}
 	}
-	held := hanging(readGate(t, checker.App.Redis, cfg.RedisPrefix, code), rows(t, checker.App.Pool, code))
+	held := hanging(backendtest.ReadGate(t, checker.App.Redis, cfg.RedisPrefix, code), rows(t, checker.App.Pool, code))
 	if len(held) == 0 {
 		t.Fatalf("no use hangs in redis: the kill caught no winner between Redis and PostgreSQL")
 	}

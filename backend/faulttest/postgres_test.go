@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"vouchergate/backend/backendtest"
 	"vouchergate/shared/config"
 	"vouchergate/testkit"
 )
@@ -48,7 +49,7 @@ func TestPostgresDownMidSale(t *testing.T) {
 			granted := checkAnswers(t, b.App.Pool, code, outcomes)
 			checkNoOverAllocation(t, b.App.Pool, code)
 			b.CheckRedis(t, code)
-			held := hanging(readGate(t, b.App.Redis, b.Config.RedisPrefix, code), rows(t, b.App.Pool, code))
+			held := hanging(backendtest.ReadGate(t, b.App.Redis, b.Config.RedisPrefix, code), rows(t, b.App.Pool, code))
 			t.Logf("uses held in redis without a row before reconciliation: %d %v", len(held), held)
 
 			rep := finish(t, b, clock, c, code, granted, customers(outcomes))
@@ -110,7 +111,7 @@ func TestPostgresStallsMidSale(t *testing.T) {
 	}
 	waitQuiet(t, b.App.Pool, b.App.Redis, b.Config.RedisPrefix, code)
 	granted := checkAnswers(t, b.App.Pool, code, outcomes)
-	held := hanging(readGate(t, b.App.Redis, b.Config.RedisPrefix, code), rows(t, b.App.Pool, code))
+	held := hanging(backendtest.ReadGate(t, b.App.Redis, b.Config.RedisPrefix, code), rows(t, b.App.Pool, code))
 	t.Logf("%d writes failed in the stall; %d uses hang in redis without a row", failed, len(held))
 	if len(held)*10 > failed {
 		t.Errorf("%d uses hang in redis without a row after %d writes failed in the stall: %s", len(held), failed, brief(held))

@@ -118,13 +118,13 @@ func TestRedisRestartedWithItsDataMidSale(t *testing.T) {
 
 	watch := redis.NewClient(&redis.Options{Addr: rs.Addr()})
 	defer watch.Close()
-	g := readGate(t, watch, b.Config.RedisPrefix, code)
+	g := backendtest.ReadGate(t, watch, b.Config.RedisPrefix, code)
 	before := s.grantedBefore(killedAt)
-	if !g.loaded {
+	if !g.Loaded {
 		t.Errorf("redis came back without the voucher; it was persistent")
 	}
 	for _, order := range before {
-		if h, ok := g.holders[order]; !ok || attemptOf(h) == "db" {
+		if h, ok := g.Orders[order]; !ok || attemptOf(h) == "db" {
 			t.Errorf("order %s, granted before the kill, is held as %q after redis came back: not its own data", order, h)
 		}
 	}
