@@ -3,6 +3,7 @@ package app_test
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +16,8 @@ func TestEdgeResyncsWhenNATSReturns(t *testing.T) {
 	cfg := backendtest.Config(t)
 	cfg.NATSURL = nats.URL()
 	b := backendtest.Start(t, cfg)
-	ecfg := edgeConfig(nats.URL(), cfg.NATSPrefix, b.Addr)
+	front := startFront(t, b.Addr)
+	ecfg := edgeConfig(nats.URL(), cfg.NATSPrefix, front.Addr)
 	ecfg.SoldOutTTL, ecfg.SoldOutRefresh = 10*time.Minute, 0 // only NATS may clear the entry here
 	e := startEdge(t, ecfg)
 
@@ -28,7 +30,6 @@ func TestEdgeResyncsWhenNATSReturns(t *testing.T) {
 	if status, body := b.Do(t, "DELETE", "/vouchers/FLASH/reservations/"+granted[0], nil); status != 200 {
 		t.Fatalf("release: %d %s", status, body)
 	}
-	time.Sleep(300 * time.Millisecond)
 	if !e.knows("FLASH") {
 		t.Fatal("the entry went away with NATS down and no refresh: the test no longer tests the resync")
 	}
@@ -36,6 +37,11 @@ func TestEdgeResyncsWhenNATSReturns(t *testing.T) {
 	nats.Start()
 	testkit.Eventually(t, "edge read the sold-out set again", func() bool { return e.App.Listener.Syncs() > syncs })
 	testkit.Eventually(t, "back in stock learned after NATS returned", func() bool { return !e.knows("FLASH") })
+	// Nothing but NATS told it: the edge never read a state from the backend, and its entry
+	// had minutes to live.
+	if n := front.others.Load(); n != 0 {
+		t.Fatalf("the edge sent %d requests other than reservations to the backend; want none (it must learn from NATS)", n)
+	}
 	if a := e.reserve(t, "FLASH", "after", "after-order"); a.Status != 201 {
 		t.Fatalf("reservation after the resync: %d %s", a.Status, a.Body)
 	}
@@ -85,9 +91,11 @@ func TestKilledBackend(t *testing.T) {
 	admin.CreateVoucher(t, backendtest.Voucher{Code: "NORMAL", Discount: 10, TotalLimit: 100000, PerUserLimit: 1000})
 	testkit.Eventually(t, "both backends in service", func() bool { return e.App.Pool.Healthy() == 2 })
 
-	// Reservations keep coming while backend 1 is killed.
+	// Reservations keep coming while backend 1 is killed. Each gets an answer (the client gives
+	// up after 15 s): a 201 or the edge's JSON gateway error, never a hang or a leaked error.
 	stop := make(chan struct{})
 	results := make(chan error, 1)
+	var answered atomic.Int64
 	go func() {
 		var failed error
 		for i := 0; ; i++ {
@@ -97,23 +105,21 @@ func TestKilledBackend(t *testing.T) {
 				return
 			default:
 			}
-			start := time.Now()
 			a := e.reserve(t, "NORMAL", fmt.Sprintf("c-%d", i), fmt.Sprintf("during-%d", i))
-			took := time.Since(start)
 			switch {
-			case took > ecfg.BackendTimeout+time.Second:
-				failed = fmt.Errorf("an answer took %v", took)
 			case a.Status == 201:
 			case (a.Status == 502 || a.Status == 503) && jsonGatewayError(a.Body):
 			default:
 				failed = fmt.Errorf("answer %d %s", a.Status, a.Body)
 			}
+			answered.Add(1)
 		}
 	}()
-	time.Sleep(200 * time.Millisecond)
+	testkit.Eventually(t, "reservations flowing before the kill", func() bool { return answered.Load() >= 20 })
 	b1.Kill()
 	testkit.Eventually(t, "killed backend out of service", func() bool { return e.App.Pool.Healthy() == 1 })
-	time.Sleep(200 * time.Millisecond)
+	out := answered.Load()
+	testkit.Eventually(t, "reservations answered once the killed backend is out", func() bool { return answered.Load() >= out+20 })
 	close(stop)
 	if err := <-results; err != nil {
 		t.Fatalf("while backend 1 was killed: %v", err)
@@ -128,7 +134,7 @@ func TestKilledBackend(t *testing.T) {
 	b1.Start()
 	testkit.Eventually(t, "restarted backend back in service", func() bool { return e.App.Pool.Healthy() == 2 })
 
-	// Every backend gone: a quick JSON 503, never a hang.
+	// Every backend gone: a JSON 503, never a hang.
 	b1.Kill()
 	b2.Kill()
 	testkit.Eventually(t, "both backends out", func() bool { return e.App.Pool.Healthy() == 0 })
