@@ -81,6 +81,54 @@ func TestWithNATSDownTheEdgeLearnsFromPassing409s(t *testing.T) {
 	}
 }
 
+// With NATS down for the whole test, a release reaches the edge only through its refresher: a
+// lookup of an entry older than SoldOutRefresh asks for the voucher's state again, the state
+// read from a backend says back in stock, and new orders are forwarded again, long before the
+// entry's TTL would have ended it.
+func TestWithNATSDownTheEdgeLearnsBackInStockByRefresh(t *testing.T) {
+	nats := testkit.StartNATS(t)
+	nats.Stop() // down for the whole test: no event, no bucket
+	cfg := backendtest.Config(t)
+	cfg.NATSURL = nats.URL()
+	b := backendtest.Start(t, cfg)
+	front := startFront(t, b.Addr)
+	ecfg := edgeConfig(nats.URL(), cfg.NATSPrefix, front.Addr)
+	ecfg.SyncWait = 0
+	ecfg.SoldOutTTL, ecfg.SoldOutRefresh = 10*time.Minute, time.Millisecond // only a refresh can end the entry here
+	e := startEdge(t, ecfg)
+
+	granted := sellOut(t, b, e, "FLASH", 5)
+	if a := e.reserve(t, "FLASH", "late-0", "late-0"); a.Status != 409 {
+		t.Fatalf("first late order: %d %s", a.Status, a.Body)
+	}
+	testkit.Eventually(t, "holders read from the backend after a passing 409", func() bool { return e.knows("FLASH") })
+	if status, body := b.Do(t, "DELETE", "/vouchers/FLASH/reservations/"+granted[0], nil); status != 200 {
+		t.Fatalf("release: %d %s", status, body)
+	}
+	reads := front.others.Load()
+
+	// New orders meet the entry and are answered 409 by the edge, until the refresh their
+	// lookups asked for has read the voucher back in stock; then one is forwarded and granted.
+	var order string
+	tries := 0
+	testkit.Eventually(t, "a new order granted through the edge after the release", func() bool {
+		tries++
+		try := fmt.Sprintf("new-order-%d", tries)
+		switch a := e.reserve(t, "FLASH", fmt.Sprintf("new-%d", tries), try); a.Status {
+		case 201:
+			order = try
+		case 409:
+		default:
+			t.Fatalf("new order %s after the release: %d %s", try, a.Status, a.Body)
+		}
+		return order != ""
+	})
+	if front.others.Load() == reads {
+		t.Fatal("the edge forwarded a new order again without reading the voucher's state")
+	}
+	b.CheckInvariants(t, "FLASH", append(granted[1:], order))
+}
+
 func TestKilledBackend(t *testing.T) {
 	cfg := backendtest.Config(t)
 	admin := backendtest.Start(t, cfg) // for creating the voucher; not behind the edge
