@@ -70,7 +70,7 @@ func startEdge(t *testing.T, names events.Names) (*listen.Listener, *soldout.Cac
 	t.Cleanup(l.Close)
 	select {
 	case <-l.Synced():
-	case <-time.After(15 * time.Second):
+	case <-time.After(testkit.WaitBound):
 		t.Fatal("edge never read the bucket")
 	}
 	return l, cache

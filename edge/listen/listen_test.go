@@ -90,7 +90,7 @@ func waitSynced(t *testing.T, l *Listener) {
 	t.Helper()
 	select {
 	case <-l.Synced():
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.WaitBound):
 		t.Fatal("listener never read the bucket")
 	}
 }

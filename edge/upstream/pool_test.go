@@ -63,18 +63,7 @@ func (s *server) stop() {
 
 func (s *server) restart() {
 	s.t.Helper()
-	var ln net.Listener
-	var err error
-	for range 50 { // the port may linger for a moment
-		if ln, err = net.Listen("tcp", s.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		s.t.Fatalf("restart %s: %v", s.addr, err)
-	}
-	s.serve(ln)
+	s.serve(testkit.ListenAgain(s.t, s.addr))
 }
 
 func ok(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(200); ctx.SetBodyString("ok") }
@@ -187,7 +176,7 @@ func TestSlowBackendTimesOut(t *testing.T) {
 		if !TimedOut(err) {
 			t.Fatalf("err = %v; want a timeout", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.WaitBound):
 		t.Fatal("call to a hung backend did not return")
 	}
 }
