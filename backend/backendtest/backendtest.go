@@ -56,12 +56,19 @@ func Config(t testing.TB) config.Backend {
 		// jobs are off (zero intervals); tests run them through the admin API or App.Jobs
 		ReconcileGrace: 30 * time.Second,
 		WarmupAhead:    10 * time.Minute,
+		// the defaults, which Check requires to be set
+		QuotaIdemTTL:      168 * time.Hour,
+		QuotaRefreshEvery: 10 * time.Second,
 	}
 }
 
-// Start runs a backend with cfg on a free port until the test ends.
+// Start runs a backend with cfg on a free port until the test ends. It fails the test if
+// cfg does not pass config.Check, as the backend command would refuse it.
 func Start(t testing.TB, cfg config.Backend, opts ...app.Option) *Backend {
 	t.Helper()
+	if err := cfg.Check(); err != nil {
+		t.Fatalf("backend settings the command would refuse: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, cfg, opts...)
