@@ -70,7 +70,7 @@ type env struct {
 	svc   *quota.Service
 	rdb   redis.UniversalClient
 	db    *pgxpool.Pool
-	clock *quota.ManualClock
+	clock *testkit.ManualClock
 	cfg   quota.Config
 	seq   int // makes fill's idemKeys unique
 }
@@ -78,7 +78,7 @@ type env struct {
 // newEnv starts a service on the shared Redis (or rdb if given) and a fresh database.
 func newEnv(t testing.TB, start time.Time, rdb ...redis.UniversalClient) *env {
 	t.Helper()
-	e := &env{db: migratedDB(t), clock: quota.NewManualClock(start)}
+	e := &env{db: migratedDB(t), clock: testkit.NewManualClock(start)}
 	if len(rdb) > 0 {
 		e.rdb = rdb[0]
 	} else {

@@ -49,24 +49,6 @@ func idle(r *Refresher, code string) bool {
 	return !r.busy[code]
 }
 
-// frozenClock is a clock that moves only when told.
-type frozenClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *frozenClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *frozenClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func learned(c *Cache, code string) bool {
 	e, _ := c.Lookup([]byte(code), time.Now())
 	return e != nil
@@ -143,7 +125,7 @@ func TestRefresherKeepsAnAskThatCameTooSoon(t *testing.T) {
 	src := &states{m: map[string]events.VoucherState{"FLASH": soldOut("FLASH", "o-1")}}
 	// The interval is measured on a clock that stands still until the test moves it, so the
 	// second ask is certainly too soon; the planned ask comes back every 20ms of real time.
-	clock := &frozenClock{t: time.Now()}
+	clock := testkit.NewManualClock(time.Now())
 	r := newRefresher(c, src, 20*time.Millisecond, time.Second, testkit.QuietLog, clock.Now)
 	defer r.Close()
 	r.Ask("FLASH")
