@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"vouchergate/backend/backendtest"
+	"vouchergate/shared/config"
 	"vouchergate/testkit"
 )
 
@@ -47,23 +48,41 @@ func TestEdgeResyncsWhenNATSReturns(t *testing.T) {
 	}
 }
 
-func TestWithNATSDownTheEdgeLearnsFromPassing409s(t *testing.T) {
+// withNATSDown starts a backend whose NATS is down for the whole test (neither it nor an edge
+// can use it) and a front counting what reaches the backend; it returns them with settings
+// for an edge behind the front that does not wait for NATS at start.
+func withNATSDown(t *testing.T) (*backendtest.Backend, *front, config.Edge) {
+	t.Helper()
 	nats := testkit.StartNATS(t)
-	nats.Stop() // down for the whole test: neither the backend nor the edge can use it
+	nats.Stop()
 	cfg := backendtest.Config(t)
 	cfg.NATSURL = nats.URL()
 	b := backendtest.Start(t, cfg)
 	front := startFront(t, b.Addr)
 	ecfg := edgeConfig(nats.URL(), cfg.NATSPrefix, front.Addr)
 	ecfg.SyncWait = 0
+	return b, front, ecfg
+}
+
+// sellOutAndLearn sells a flash voucher of total uses out through e, then sends one new
+// order, whose 409 passing through makes e read the holders from the backend. It returns the
+// granted orders.
+func sellOutAndLearn(t *testing.T, b *backendtest.Backend, e *edge, code string, total int) []string {
+	t.Helper()
+	granted := sellOut(t, b, e, code, total)
+	if a := e.reserve(t, code, "late-0", "late-0"); a.Status != 409 {
+		t.Fatalf("first late order: %d %s", a.Status, a.Body)
+	}
+	testkit.Eventually(t, "holders read from the backend after a passing 409", func() bool { return e.knows(code) })
+	return granted
+}
+
+func TestWithNATSDownTheEdgeLearnsFromPassing409s(t *testing.T) {
+	b, front, ecfg := withNATSDown(t)
 	e := startEdge(t, ecfg)
 	other := startEdge(t, ecfg)
 
-	granted := sellOut(t, b, e, "FLASH", 10)
-	if a := e.reserve(t, "FLASH", "late-0", "late-0"); a.Status != 409 {
-		t.Fatalf("first late order: %d %s", a.Status, a.Body)
-	}
-	testkit.Eventually(t, "holders read from the backend after a passing 409", func() bool { return e.knows("FLASH") })
+	granted := sellOutAndLearn(t, b, e, "FLASH", 10)
 	before := front.reserves.Load()
 	counts := hammer(t, e, "FLASH", 2000, 16)
 	if counts[409] != 2000 {
@@ -86,22 +105,11 @@ func TestWithNATSDownTheEdgeLearnsFromPassing409s(t *testing.T) {
 // read from a backend says back in stock, and new orders are forwarded again, long before the
 // entry's TTL would have ended it.
 func TestWithNATSDownTheEdgeLearnsBackInStockByRefresh(t *testing.T) {
-	nats := testkit.StartNATS(t)
-	nats.Stop() // down for the whole test: no event, no bucket
-	cfg := backendtest.Config(t)
-	cfg.NATSURL = nats.URL()
-	b := backendtest.Start(t, cfg)
-	front := startFront(t, b.Addr)
-	ecfg := edgeConfig(nats.URL(), cfg.NATSPrefix, front.Addr)
-	ecfg.SyncWait = 0
+	b, front, ecfg := withNATSDown(t)
 	ecfg.SoldOutTTL, ecfg.SoldOutRefresh = 10*time.Minute, time.Millisecond // only a refresh can end the entry here
 	e := startEdge(t, ecfg)
 
-	granted := sellOut(t, b, e, "FLASH", 5)
-	if a := e.reserve(t, "FLASH", "late-0", "late-0"); a.Status != 409 {
-		t.Fatalf("first late order: %d %s", a.Status, a.Body)
-	}
-	testkit.Eventually(t, "holders read from the backend after a passing 409", func() bool { return e.knows("FLASH") })
+	granted := sellOutAndLearn(t, b, e, "FLASH", 5)
 	if status, body := b.Do(t, "DELETE", "/vouchers/FLASH/reservations/"+granted[0], nil); status != 200 {
 		t.Fatalf("release: %d %s", status, body)
 	}
