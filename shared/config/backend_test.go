@@ -20,6 +20,18 @@ func cleanEnv(t *testing.T) {
 	}
 }
 
+// useFile writes content to a file the test's VG_CONFIG names, with the environment's VG_*
+// variables unset.
+func useFile(t *testing.T, content string) {
+	t.Helper()
+	cleanEnv(t)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(FileVar, path)
+}
+
 func TestLoadBackendDefaultsPassCheck(t *testing.T) {
 	cleanEnv(t)
 	c, err := LoadBackend()
@@ -47,12 +59,7 @@ func TestLoadBackendEnvironmentWinsOverTheFile(t *testing.T) {
 }
 
 func TestLoadBackendReadsListsFromTheFile(t *testing.T) {
-	cleanEnv(t)
-	path := filepath.Join(t.TempDir(), "backend.yaml")
-	if err := os.WriteFile(path, []byte("VG_REDIS_CLUSTER_ADDRS: [127.0.0.1:7000, 127.0.0.1:7001]\nVG_DB_MAX_CONNS: 4\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(FileVar, path)
+	useFile(t, "VG_REDIS_CLUSTER_ADDRS: [127.0.0.1:7000, 127.0.0.1:7001]\nVG_DB_MAX_CONNS: 4\n")
 	c, err := LoadBackend()
 	if err != nil {
 		t.Fatal(err)
@@ -94,12 +101,7 @@ func TestLoadBackendErrorsNameTheVariable(t *testing.T) {
 }
 
 func TestLoadRefusesAFileThatIsNotAMapping(t *testing.T) {
-	cleanEnv(t)
-	path := filepath.Join(t.TempDir(), "backend.yaml")
-	if err := os.WriteFile(path, []byte("- VG_HOLD_TTL\n- 15m\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(FileVar, path)
+	useFile(t, "- VG_HOLD_TTL\n- 15m\n")
 	if _, err := LoadBackend(); err == nil || !strings.Contains(err.Error(), FileVar) || !strings.Contains(err.Error(), "mapping") {
 		t.Fatalf("err = %v; want one naming %s and the expected mapping", err, FileVar)
 	}
