@@ -1,6 +1,7 @@
 // Package backendtest boots a real backend for tests, isolated on the shared PostgreSQL, Redis
-// and NATS (its own database, key prefix and subject prefix), and checks the invariants of
-// DESIGN.md by reading both stores.
+// and NATS (its own database, key prefix and subject prefix), in the test's process or as the
+// backend command the test can SIGKILL (process.go), and checks the invariants of DESIGN.md by
+// reading both stores (invariants.go, gate.go).
 package backendtest
 
 import (
