@@ -147,9 +147,11 @@ func (s *slotRace) reserve(t *testing.T, v voucher.Voucher, h voucher.Hold, comp
 			}
 			rival := s.takeSlot(t, ctx, v, h.CustomerID, fmt.Sprintf("rival-%d", try), try)
 			s.tracer.proceed <- struct{}{}
+			// Watched from the pool, not from the rival's connection: inside the rival's
+			// transaction pg_stat_activity would show the same snapshot on every read.
 			testkit.Eventually(t, "the reservation waiting for the rival's row lock", func() bool {
 				var n int
-				err := s.conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+				err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
 					AND pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%WITH take AS%'`).Scan(&n)
 				return err == nil && n == 1
 			})
