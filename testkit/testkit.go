@@ -1,7 +1,10 @@
 // Package testkit isolates tests that share this machine's PostgreSQL, Redis and NATS, and
 // starts throwaway servers on free 127.0.0.1 ports for fault tests (redis_server.go,
 // postgres_server.go, nats_server.go, redis_cluster.go), and a TCP proxy that cuts a
-// PostgreSQL connection once a chosen message has been answered (cutproxy.go).
+// PostgreSQL connection once a chosen message has been answered (cutproxy.go). It also holds
+// what tests of several packages share: waiting for a condition (wait.go), a clock that moves
+// only when told (clock.go), a silent logger (log.go), and the Redis benchmarks' baseline and
+// cleanup (redis_bench.go).
 //
 // Each test gets its own database, Redis key prefix and NATS subject prefix, so packages run
 // in parallel against one set of servers. The shared servers' addresses come from

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"net"
 	"testing"
 	"time"
 )
@@ -20,4 +21,17 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// ListenAgain listens on addr, the address of a server the test has just shut down, waiting
+// for the port to be free again; it fails the test if it is not within WaitBound.
+func ListenAgain(t testing.TB, addr string) net.Listener {
+	t.Helper()
+	var ln net.Listener
+	Eventually(t, "listening on "+addr+" again", func() bool {
+		var err error
+		ln, err = net.Listen("tcp", addr)
+		return err == nil
+	})
+	return ln
 }

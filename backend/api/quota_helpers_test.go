@@ -10,8 +10,8 @@ import (
 
 	"vouchergate/backend/app"
 	"vouchergate/backend/backendtest"
-	"vouchergate/backend/quota"
 	"vouchergate/shared/config"
+	"vouchergate/testkit"
 )
 
 var t0 = time.Date(2025, 3, 3, 2, 0, 0, 0, time.UTC) // Monday 10:00 in Shanghai
@@ -20,14 +20,14 @@ const dayRule = `{"bizId":1,"identityType":"USER","dimension":"ITEM:1001","limit
 
 // startQuotas boots a backend on cfg (backendtest.Config if nil) whose services tell time from
 // a clock stopped at start, remembering idemKeys for ten minutes of it.
-func startQuotas(t testing.TB, start time.Time, cfg *config.Backend) (*backendtest.Backend, *quota.ManualClock) {
+func startQuotas(t testing.TB, start time.Time, cfg *config.Backend) (*backendtest.Backend, *testkit.ManualClock) {
 	t.Helper()
 	if cfg == nil {
 		c := backendtest.Config(t)
 		cfg = &c
 	}
 	cfg.QuotaIdemTTL = 10 * time.Minute
-	clock := quota.NewManualClock(start)
+	clock := testkit.NewManualClock(start)
 	return backendtest.Start(t, *cfg, app.WithClock(clock)), clock
 }
 

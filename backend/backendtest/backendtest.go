@@ -1,6 +1,7 @@
 // Package backendtest boots a real backend for tests, isolated on the shared PostgreSQL, Redis
-// and NATS (its own database, key prefix and subject prefix), and checks the invariants of
-// DESIGN.md by reading both stores.
+// and NATS (its own database, key prefix and subject prefix), in the test's process or as the
+// backend command the test can SIGKILL (process.go), and checks the invariants of DESIGN.md by
+// reading both stores (invariants.go, gate.go).
 package backendtest
 
 import (
@@ -56,12 +57,19 @@ func Config(t testing.TB) config.Backend {
 		// jobs are off (zero intervals); tests run them through the admin API or App.Jobs
 		ReconcileGrace: 30 * time.Second,
 		WarmupAhead:    10 * time.Minute,
+		// the defaults, which Check requires to be set
+		QuotaIdemTTL:      168 * time.Hour,
+		QuotaRefreshEvery: 10 * time.Second,
 	}
 }
 
-// Start runs a backend with cfg on a free port until the test ends.
+// Start runs a backend with cfg on a free port until the test ends. It fails the test if
+// cfg does not pass config.Check, as the backend command would refuse it.
 func Start(t testing.TB, cfg config.Backend, opts ...app.Option) *Backend {
 	t.Helper()
+	if err := cfg.Check(); err != nil {
+		t.Fatalf("backend settings the command would refuse: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, cfg, opts...)

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"vouchergate/shared/keys"
 )
 
 // CheckInvariants reads PostgreSQL and (for a flash voucher) Redis and fails the test unless
@@ -68,20 +66,11 @@ func (b *Backend) CheckRedis(t testing.TB, code string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	k := keys.ForVoucher(b.Config.RedisPrefix, code)
-	rdb := b.App.Redis
-	remaining, err := rdb.Get(ctx, k.Remaining).Int()
-	if err != nil {
-		t.Fatalf("R1 %s: read remaining: %v", code, err)
+	g := ReadGate(t, b.App.Redis, b.Config.RedisPrefix, code)
+	if !g.Loaded {
+		t.Fatalf("R1 %s: the voucher is not loaded in redis", code)
 	}
-	holders, err := rdb.HGetAll(ctx, k.Orders).Result()
-	if err != nil {
-		t.Fatalf("R1 %s: read orders: %v", code, err)
-	}
-	users, err := rdb.HGetAll(ctx, k.Users).Result()
-	if err != nil {
-		t.Fatalf("R1 %s: read users: %v", code, err)
-	}
+	remaining, holders, users := int(g.Remaining), g.Orders, g.Users
 	var total int
 	if err := b.App.Pool.QueryRow(ctx, `SELECT total_limit FROM vouchers WHERE code = $1`, code).Scan(&total); err != nil {
 		t.Fatalf("R1 %s: %v", code, err)

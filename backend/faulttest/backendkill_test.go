@@ -2,11 +2,14 @@ package faulttest
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"vouchergate/backend/app"
 	"vouchergate/backend/backendtest"
+	"vouchergate/testkit"
 )
 
 // A backend process is SIGKILLed mid-sale while winners of the Redis gate wait for the database
@@ -18,12 +21,15 @@ import (
 // after all, and the voucher sells exactly its remaining uses.
 func TestBackendKilledMidSale(t *testing.T) {
 	const code, total = "KILLED", 300
-	const grace = 8 * time.Second
+	const grace = 8 * time.Second // the new backend's, on the wall clock
 	cfg := backendtest.Config(t)
-	cfg.ReconcileGrace = grace
 	// In this process, on the same database and key prefix: it creates the voucher, reads both
 	// stores, and reconciles at the same time as the backend under test, the separate process.
-	checker := backendtest.Start(t, cfg)
+	// Its grace is an hour on a clock the test moves, so a reconciliation within the grace is
+	// certainly within it, however slow the machine.
+	cfg.ReconcileGrace = time.Hour
+	clock := &backendtest.Clock{}
+	checker := backendtest.Start(t, cfg, app.WithClock(clock))
 	createFlash(t, checker, code, total, 2)
 	for _, sql := range []string{
 		`CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -34,7 +40,7 @@ func TestBackendKilledMidSale(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	proc := startBackendProcess(t, cfg, "VG_RECONCILE_GRACE="+grace.String(), "VG_DB_TIMEOUT=1s",
+	proc := backendtest.StartProcess(t, cfg, "VG_RECONCILE_GRACE="+grace.String(), "VG_DB_TIMEOUT=1s",
 		"VG_INFLIGHT_WAIT=1s", "VG_DB_MAX_CONNS=2", "VG_REQUEST_TIMEOUT=10s")
 	c := newClient(t, proc.URL())
 
@@ -47,16 +53,12 @@ func TestBackendKilledMidSale(t *testing.T) {
 		return c.reserveOrder(code, a, p)
 	}
 	s := startSale(storm("", 900, 7), 64, reserve)
-	began := time.Now()
 	s.waitGranted(t, total/3)
-	t.Logf("killing the backend %s into the sale", time.Since(began).Round(time.Millisecond))
 	s.running(t, "kill the backend")
-	killedAt := time.Now()
-	proc.kill()
-	proc.start()
-	t.Logf("new backend up %s after the kill", time.Since(killedAt).Round(time.Millisecond))
+	proc.Kill()
+	proc.Start()
 	wave1 := s.wait(t)
-	t.Logf("first wave, %s after the kill: %s", time.Since(killedAt).Round(time.Millisecond), tally(wave1))
+	t.Logf("first wave: %s", tally(wave1))
 
 	waitQuiet(t, checker.App.Pool, checker.App.Redis, cfg.RedisPrefix, code)
 	answered := map[string]bool{}
@@ -67,7 +69,7 @@ func TestBackendKilledMidSale(t *testing.T) {
 			t.Errorf("order %s: a retrying client ended with %d %s", o.order, o.status, o.code)
 		}
 	}
-	held := hanging(readGate(t, checker.App.Redis, cfg.RedisPrefix, code), rows(t, checker.App.Pool, code))
+	held := hanging(backendtest.ReadGate(t, checker.App.Redis, cfg.RedisPrefix, code), rows(t, checker.App.Pool, code))
 	if len(held) == 0 {
 		t.Fatalf("no use hangs in redis: the kill caught no winner between Redis and PostgreSQL")
 	}
@@ -77,16 +79,22 @@ func TestBackendKilledMidSale(t *testing.T) {
 		}
 	}
 	t.Logf("%d uses hang in redis after the kill", len(held))
-	if time.Since(killedAt) < grace-time.Second {
-		if rep := reconcile(t, c, code); len(rep.Released) > 0 {
-			t.Errorf("reconciliation within the grace period released %s", brief(rep.Released))
-		}
-	} else {
-		t.Logf("the grace period was over before the first wave ended; not checking a reconciliation within it")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	reps, err := checker.App.Jobs.Reconcile(ctx, code)
+	cancel()
+	if err != nil || len(reps) != 1 {
+		t.Fatalf("reconcile within the grace period: %v %v", reps, err)
+	} else if len(reps[0].Released) > 0 {
+		t.Errorf("reconciliation within the grace period released %s", brief(reps[0].Released))
 	}
 	// Past the grace period both backends reconcile at once: each hanging use is released
-	// once, by one of them.
-	time.Sleep(time.Until(killedAt.Add(grace + 500*time.Millisecond)))
+	// once, by one of them. The new backend's grace passes on the wall clock, which stamped
+	// the holds; this one's clock is moved past its own.
+	newest := newestHold(t, backendtest.ReadGate(t, checker.App.Redis, cfg.RedisPrefix, code), held)
+	testkit.Eventually(t, "the hanging holds older than the new backend's grace", func() bool {
+		return time.Since(newest) > grace+time.Second // a second for the holder's millisecond rounding and clock reads
+	})
+	clock.Advance(cfg.ReconcileGrace + time.Minute)
 	var mine []string
 	done := make(chan struct{})
 	go func() {
@@ -150,4 +158,21 @@ func TestBackendKilledMidSale(t *testing.T) {
 	checker.CheckInvariants(t, code, granted)
 	checkRedisEqualsDB(t, checker, code)
 	retryGranted(t, c, code, granted, customers(all))
+}
+
+// newestHold returns when the newest of the orders ids was reserved, as its holder in g says.
+func newestHold(t *testing.T, g backendtest.Gate, ids []string) time.Time {
+	t.Helper()
+	var newest time.Time
+	for _, id := range ids {
+		millis, _, _ := strings.Cut(g.Orders[id], ":")
+		ms, err := strconv.ParseInt(millis, 10, 64)
+		if err != nil {
+			t.Fatalf("order %s: holder %q", id, g.Orders[id])
+		}
+		if at := time.UnixMilli(ms); at.After(newest) {
+			newest = at
+		}
+	}
+	return newest
 }

@@ -90,7 +90,7 @@ func TestVoucherClosedMidSale(t *testing.T) {
 		}
 	}
 	waitQuiet(t, b.App.Pool, b.App.Redis, b.Config.RedisPrefix, code)
-	if held := hanging(readGate(t, b.App.Redis, b.Config.RedisPrefix, code), db); len(held) > 0 {
+	if held := hanging(backendtest.ReadGate(t, b.App.Redis, b.Config.RedisPrefix, code), db); len(held) > 0 {
 		t.Errorf("uses held in redis without a row after the refusals: %s", brief(held))
 	}
 	b.CheckInvariants(t, code, granted)
@@ -120,7 +120,7 @@ func TestBatchCommitCutMidSale(t *testing.T) {
 	t.Logf("%s", tally(outcomes))
 	granted := checkAnswers(t, b.App.Pool, code, outcomes)
 	b.CheckRedis(t, code)
-	if held := hanging(readGate(t, b.App.Redis, b.Config.RedisPrefix, code), rows(t, b.App.Pool, code)); len(held) > 0 {
+	if held := hanging(backendtest.ReadGate(t, b.App.Redis, b.Config.RedisPrefix, code), rows(t, b.App.Pool, code)); len(held) > 0 {
 		t.Errorf("uses held in redis without a row after the cut commit: %s", brief(held))
 	}
 	finish(t, b, clock, c, code, granted, customers(outcomes))

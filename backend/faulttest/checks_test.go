@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"vouchergate/backend/backendtest"
-	"vouchergate/shared/keys"
 	"vouchergate/shared/wire"
 )
 
@@ -116,33 +115,6 @@ func checkAnswers(t *testing.T, pool *pgxpool.Pool, code string, outcomes []outc
 	return granted
 }
 
-// gate is a flash voucher's state in Redis.
-type gate struct {
-	loaded    bool
-	remaining int64
-	holders   map[string]string // orderId -> "reservedAtMillis:attempt:customerId"
-}
-
-func readGate(t *testing.T, rdb redis.UniversalClient, prefix, code string) gate {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	k := keys.ForVoucher(prefix, code)
-	var g gate
-	n, err := rdb.Get(ctx, k.Remaining).Int64()
-	switch {
-	case err == redis.Nil:
-	case err != nil:
-		t.Fatalf("read %s remaining: %v", code, err)
-	default:
-		g.loaded, g.remaining = true, n
-	}
-	if g.holders, err = rdb.HGetAll(ctx, k.Orders).Result(); err != nil {
-		t.Fatalf("read %s orders: %v", code, err)
-	}
-	return g
-}
-
 // attemptOf returns the attempt field of a holder.
 func attemptOf(holder string) string {
 	_, rest, _ := strings.Cut(holder, ":")
@@ -151,9 +123,9 @@ func attemptOf(holder string) string {
 }
 
 // hanging returns the orders Redis holds with no active row.
-func hanging(g gate, db map[string]row) []string {
+func hanging(g backendtest.Gate, db map[string]row) []string {
 	var ids []string
-	for id := range g.holders {
+	for id := range g.Orders {
 		if r, ok := db[id]; !ok || !r.active() {
 			ids = append(ids, id)
 		}
@@ -166,23 +138,23 @@ func hanging(g gate, db map[string]row) []string {
 // total_limit minus them as its uses left.
 func checkRedisEqualsDB(t *testing.T, b *backendtest.Backend, code string) {
 	t.Helper()
-	g := readGate(t, b.App.Redis, b.Config.RedisPrefix, code)
+	g := backendtest.ReadGate(t, b.App.Redis, b.Config.RedisPrefix, code)
 	act := active(rows(t, b.App.Pool, code))
-	if !g.loaded {
+	if !g.Loaded {
 		t.Errorf("redis equals db %s: the voucher is not loaded", code)
 		return
 	}
 	for id := range act {
-		if _, ok := g.holders[id]; !ok {
+		if _, ok := g.Orders[id]; !ok {
 			t.Errorf("redis equals db %s: active order %s is not in redis", code, id)
 		}
 	}
 	if h := hanging(g, act); len(h) > 0 {
 		t.Errorf("redis equals db %s: redis holds %d orders without an active row: %s", code, len(h), brief(h))
 	}
-	if total := totalLimit(t, b.App.Pool, code); g.remaining != int64(total-len(act)) {
+	if total := totalLimit(t, b.App.Pool, code); g.Remaining != int64(total-len(act)) {
 		t.Errorf("redis equals db %s: %d uses left in redis; total_limit %d minus %d active is %d",
-			code, g.remaining, total, len(act), total-len(act))
+			code, g.Remaining, total, len(act), total-len(act))
 	}
 }
 
@@ -225,9 +197,9 @@ func sameSet(a, b []string) bool {
 func waitQuiet(t *testing.T, pool *pgxpool.Pool, rdb redis.UniversalClient, prefix, code string) {
 	t.Helper()
 	snapshot := func() string {
-		g := readGate(t, rdb, prefix, code)
+		g := backendtest.ReadGate(t, rdb, prefix, code)
 		all := rows(t, pool, code)
-		return fmt.Sprintf("%d/%d/%d/%d", len(all), len(active(all)), g.remaining, len(g.holders))
+		return fmt.Sprintf("%d/%d/%d/%d", len(all), len(active(all)), g.Remaining, len(g.Orders))
 	}
 	last, since := snapshot(), time.Now()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {

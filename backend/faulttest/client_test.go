@@ -12,11 +12,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"vouchergate/backend/backendtest"
 	"vouchergate/shared/wire"
+	"vouchergate/testkit"
 )
 
 // Every sale's orders ask for the same amount and get the voucher's whole discount.
@@ -27,8 +29,16 @@ const (
 
 // client is a shop's HTTP client for one backend address. Safe for concurrent use.
 type client struct {
-	hc   *http.Client
-	base string // http://127.0.0.1:port
+	hc          *http.Client
+	base        string       // http://127.0.0.1:port
+	unavailable atomic.Int64 // 503s answered so far: a fault test waits for its clients to meet the fault
+}
+
+// waitUnavailable returns once the client has been answered n more 503s than it had at
+// before: its requests met the fault.
+func (c *client) waitUnavailable(t *testing.T, before int64, n int64, what string) {
+	t.Helper()
+	testkit.Eventually(t, what, func() bool { return c.unavailable.Load() >= before+n })
 }
 
 func newClient(t testing.TB, base string) *client {
@@ -77,6 +87,9 @@ func (c *client) send(method, path string, body any, timeout time.Duration) (ans
 		return answer{}, nil
 	}
 	a := answer{status: resp.StatusCode}
+	if a.status == 503 {
+		c.unavailable.Add(1)
+	}
 	if a.status >= 400 {
 		var e wire.Error
 		_ = json.Unmarshal(raw, &e)

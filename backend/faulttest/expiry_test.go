@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,12 +101,24 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 			}
 		}()
 	}
+	// The clock moves by the customers' progress, not by time: 30 s each time another 25th of
+	// their confirms has been answered, 24 times. So confirms are answered on both sides of
+	// their hold's expiry, and newcomers come in along the way, however fast the machine is.
+	var progress atomic.Int64                                // the customers' confirms answered
+	customerConfirms := int64(len(first) + (len(first)+2)/3) // one each, two for every third
+	waitProgress := func(n int64) {
+		for progress.Load() < n {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	var steps atomic.Int64
 	jobs.Add(1)
 	go func() {
 		defer jobs.Done()
-		for range 24 {
-			time.Sleep(20 * time.Millisecond)
+		for step := int64(1); step <= 24; step++ {
+			waitProgress(step * customerConfirms / 25)
 			clock.Advance(30 * time.Second)
+			steps.Add(1)
 		}
 	}()
 
@@ -129,9 +140,9 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 		buyers.Add(1)
 		go func() {
 			defer buyers.Done()
-			time.Sleep(rand.N(600 * time.Millisecond))
 			if i%3 != 0 {
 				confirm(clients[i%2], order)
+				progress.Add(1)
 				return
 			}
 			var both sync.WaitGroup
@@ -140,6 +151,7 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 				go func() {
 					defer both.Done()
 					confirm(c, order)
+					progress.Add(1)
 				}()
 			}
 			both.Wait()
@@ -150,7 +162,7 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 		buyers.Add(1)
 		go func() {
 			defer buyers.Done()
-			time.Sleep(rand.N(600 * time.Millisecond))
+			waitProgress(int64(i) * customerConfirms / 80) // spread through the race
 			c := clients[i%2]
 			o := c.reserveOrder(code, at, patient)
 			mu.Lock()
@@ -164,6 +176,9 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 	buyers.Wait()
 	close(stop)
 	jobs.Wait()
+	if n := steps.Load(); n != 24 {
+		t.Fatalf("the clock moved %d of its 24 steps during the race", n)
+	}
 
 	// Every hold still unconfirmed expires now, released by both backends at once.
 	clock.Advance(cfg.HoldTTL + time.Minute)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"vouchergate/backend/backendtest"
 	"vouchergate/shared/config"
 	"vouchergate/testkit"
 )
@@ -35,20 +36,17 @@ func TestPostgresDownMidSale(t *testing.T) {
 			s := startSale(storm("", 600, 3), 48, func(a attempt) outcome { return c.reserveOrder(code, a, patient) })
 			s.waitGranted(t, total/3)
 			s.running(t, "take postgres down")
-			downAt := time.Now()
+			met := c.unavailable.Load()
 			tc.down(pg)
-			t.Logf("postgres down in %s", time.Since(downAt).Round(time.Millisecond))
-			time.Sleep(3 * time.Second)
+			c.waitUnavailable(t, met, 20, "clients meet the missing database: 503, and retry")
 			pg.Start()
-			t.Logf("postgres up again %s after it went down", time.Since(downAt).Round(time.Millisecond))
 
 			outcomes := settle(t, c, code, s.wait(t))
-			t.Logf("sale over %s after postgres went down", time.Since(downAt).Round(time.Millisecond))
 			t.Logf("%s", tally(outcomes))
 			granted := checkAnswers(t, b.App.Pool, code, outcomes)
 			checkNoOverAllocation(t, b.App.Pool, code)
 			b.CheckRedis(t, code)
-			held := hanging(readGate(t, b.App.Redis, b.Config.RedisPrefix, code), rows(t, b.App.Pool, code))
+			held := hanging(backendtest.ReadGate(t, b.App.Redis, b.Config.RedisPrefix, code), rows(t, b.App.Pool, code))
 			t.Logf("uses held in redis without a row before reconciliation: %d %v", len(held), held)
 
 			rep := finish(t, b, clock, c, code, granted, customers(outcomes))
@@ -59,7 +57,7 @@ func TestPostgresDownMidSale(t *testing.T) {
 	}
 }
 
-// PostgreSQL stalls mid-sale: a transaction holds the voucher's row lock for two seconds, so
+// PostgreSQL stalls mid-sale: a transaction holds the voucher's row lock while writes fail, so
 // the gate's winners queue on the lock, and for the backend's four connections, until their
 // write's deadline. None of those writes can commit: those that reached the server are
 // refused by its time limit, those that never got a connection were never sent. So they give
@@ -89,10 +87,12 @@ func TestPostgresStallsMidSale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	met := c.unavailable.Load()
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM vouchers WHERE code = $1 FOR NO KEY UPDATE`, code); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	// Held until writes have failed behind the lock (the clients try once: each 503 is one).
+	c.waitUnavailable(t, met, 20, "writes failing behind the held row lock")
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestPostgresStallsMidSale(t *testing.T) {
 	}
 	waitQuiet(t, b.App.Pool, b.App.Redis, b.Config.RedisPrefix, code)
 	granted := checkAnswers(t, b.App.Pool, code, outcomes)
-	held := hanging(readGate(t, b.App.Redis, b.Config.RedisPrefix, code), rows(t, b.App.Pool, code))
+	held := hanging(backendtest.ReadGate(t, b.App.Redis, b.Config.RedisPrefix, code), rows(t, b.App.Pool, code))
 	t.Logf("%d writes failed in the stall; %d uses hang in redis without a row", failed, len(held))
 	if len(held)*10 > failed {
 		t.Errorf("%d uses hang in redis without a row after %d writes failed in the stall: %s", len(held), failed, brief(held))

@@ -33,9 +33,10 @@ func TestRedisRestartedEmptyMidSale(t *testing.T) {
 	reconciling := reconcileEvery(b, 200*time.Millisecond, s.done)
 	s.waitGranted(t, total/3)
 	s.running(t, "kill redis")
+	met := c.unavailable.Load()
 	rs.Kill()
 	activeAtKill := len(active(rows(t, b.App.Pool, code)))
-	time.Sleep(500 * time.Millisecond) // clients meet a dead Redis: 503, and retry
+	c.waitUnavailable(t, met, 20, "clients meet the dead Redis: 503, and retry")
 	rs.RestartEmpty()
 
 	first := firstLoad(t, rs.Addr(), b.Config.RedisPrefix, code)
@@ -56,18 +57,11 @@ func TestRedisRestartedEmptyMidSale(t *testing.T) {
 	// crowd is refused.
 	rs.RestartEmpty()
 	var view wire.VoucherView
-	warmed := false
-	for try := 0; try < 50 && !warmed; try++ { // the backend's Redis pool redials within a second
+	testkit.Eventually(t, "warm-up of the sold-out voucher answered 200 once redis came back empty", func() bool {
 		a, raw := c.send("POST", "/admin/vouchers/"+code+"/warmup", nil, 10*time.Second)
-		warmed = a.status == 200 && json.Unmarshal(raw, &view) == nil
-		if !warmed {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	switch {
-	case !warmed:
-		t.Errorf("warm-up of the sold-out voucher after redis came back empty never answered 200")
-	case view.RedisRemaining == nil || *view.RedisRemaining != 0:
+		return a.status == 200 && json.Unmarshal(raw, &view) == nil // 503 until the pool redials
+	})
+	if view.RedisRemaining == nil || *view.RedisRemaining != 0 {
 		t.Errorf("warm-up of the sold-out voucher after redis came back empty: used %d of %d, redis remaining %v; want 0",
 			view.UsedCount, view.TotalLimit, deref(view.RedisRemaining))
 	}
@@ -79,16 +73,13 @@ func TestRedisRestartedEmptyMidSale(t *testing.T) {
 	// And the warm-up job loads it the same way.
 	rs.RestartEmpty()
 	loaded := 0
-	for try := 0; try < 50 && loaded == 0; try++ {
+	testkit.Eventually(t, "the warm-up job ran once redis came back empty", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		n, err := b.App.Jobs.Warmup(ctx)
-		cancel()
-		if err == nil {
-			loaded = n
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		loaded = n
+		return err == nil // an error until the pool redials
+	})
 	if loaded != 1 {
 		t.Errorf("warm-up job after redis came back empty loaded %d vouchers; want 1", loaded)
 	}
@@ -110,28 +101,28 @@ func TestRedisRestartedWithItsDataMidSale(t *testing.T) {
 	s := startSale(attempts, 48, func(a attempt) outcome { return c.reserveOrder(code, a, patient) })
 	s.waitGranted(t, total/3)
 	s.running(t, "kill redis")
+	met := c.unavailable.Load()
 	killedAt := time.Now()
 	rs.Kill()
-	time.Sleep(500 * time.Millisecond)
+	c.waitUnavailable(t, met, 20, "clients meet the dead Redis: 503, and retry")
 	rs.Start()
-	t.Logf("redis back %s after the kill", time.Since(killedAt).Round(time.Millisecond))
 
 	watch := redis.NewClient(&redis.Options{Addr: rs.Addr()})
 	defer watch.Close()
-	g := readGate(t, watch, b.Config.RedisPrefix, code)
+	g := backendtest.ReadGate(t, watch, b.Config.RedisPrefix, code)
 	before := s.grantedBefore(killedAt)
-	if !g.loaded {
+	if !g.Loaded {
 		t.Errorf("redis came back without the voucher; it was persistent")
 	}
 	for _, order := range before {
-		if h, ok := g.holders[order]; !ok || attemptOf(h) == "db" {
+		if h, ok := g.Orders[order]; !ok || attemptOf(h) == "db" {
 			t.Errorf("order %s, granted before the kill, is held as %q after redis came back: not its own data", order, h)
 		}
 	}
 	t.Logf("%d orders granted before the kill, all held after the restart", len(before))
 
 	outcomes := settle(t, c, code, s.wait(t))
-	t.Logf("sale over %s after the kill: %s", time.Since(killedAt).Round(time.Millisecond), tally(outcomes))
+	t.Logf("%s", tally(outcomes))
 	granted := checkAnswers(t, b.App.Pool, code, outcomes)
 	checkNoOverAllocation(t, b.App.Pool, code)
 	// Nothing was lost, so nothing is missing: every active row is in Redis before any repair.

@@ -2,8 +2,6 @@ package notify_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -20,8 +18,6 @@ import (
 	"vouchergate/shared/events"
 	"vouchergate/testkit"
 )
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // pausing is a Reader whose first complete read of a state blocks, after reading, until
 // resumed: the notifier holds a state read from Redis and has not yet written it.
@@ -67,14 +63,14 @@ func startEdge(t *testing.T, names events.Names) (*listen.Listener, *soldout.Cac
 	t.Helper()
 	cache := soldout.New(soldout.Options{TTL: time.Minute})
 	t.Cleanup(cache.Close)
-	l, err := listen.Start(listen.Options{URL: testkit.NATSURL, Names: names, RetryEvery: 100 * time.Millisecond}, cache, quiet)
+	l, err := listen.Start(listen.Options{URL: testkit.NATSURL, Names: names, RetryEvery: 100 * time.Millisecond}, cache, testkit.QuietLog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Close)
 	select {
 	case <-l.Synced():
-	case <-time.After(15 * time.Second):
+	case <-time.After(testkit.WaitBound):
 		t.Fatal("edge never read the bucket")
 	}
 	return l, cache
@@ -109,12 +105,12 @@ func TestStaleStateFromAStalledBackendLosesToANewerOne(t *testing.T) {
 	_, edge := startEdge(t, names) // listening throughout; creates the bucket
 
 	stalled := newPausing(g)
-	b1, err := notify.New(natsConn(t), names, stalled, time.Hour, quiet)
+	b1, err := notify.New(natsConn(t), names, stalled, time.Hour, testkit.QuietLog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b1.Close()
-	b2, err := notify.New(nc2, names, g, time.Hour, quiet)
+	b2, err := notify.New(nc2, names, g, time.Hour, testkit.QuietLog)
 	if err != nil {
 		t.Fatal(err)
 	}

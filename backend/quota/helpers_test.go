@@ -70,7 +70,7 @@ type env struct {
 	svc   *quota.Service
 	rdb   redis.UniversalClient
 	db    *pgxpool.Pool
-	clock *quota.ManualClock
+	clock *testkit.ManualClock
 	cfg   quota.Config
 	seq   int // makes fill's idemKeys unique
 }
@@ -78,7 +78,7 @@ type env struct {
 // newEnv starts a service on the shared Redis (or rdb if given) and a fresh database.
 func newEnv(t testing.TB, start time.Time, rdb ...redis.UniversalClient) *env {
 	t.Helper()
-	e := &env{db: migratedDB(t), clock: quota.NewManualClock(start)}
+	e := &env{db: migratedDB(t), clock: testkit.NewManualClock(start)}
 	if len(rdb) > 0 {
 		e.rdb = rdb[0]
 	} else {
@@ -86,7 +86,7 @@ func newEnv(t testing.TB, start time.Time, rdb ...redis.UniversalClient) *env {
 	}
 	e.cfg = quota.Config{Redis: e.rdb, DB: e.db, KeyPrefix: testkit.RedisPrefix(t),
 		NATSPrefix: testkit.NATSPrefix(), Clock: e.clock, IdemTTL: 10 * time.Minute}
-	t.Cleanup(func() { unlinkPrefix(e.rdb, e.cfg.KeyPrefix) })
+	t.Cleanup(func() { testkit.UnlinkPrefix(e.rdb, e.cfg.KeyPrefix) })
 	e.svc = e.start(t, e.cfg)
 	return e
 }
@@ -167,27 +167,4 @@ func mustTime(t testing.TB, layout, s, tz string) time.Time {
 		t.Fatal(err)
 	}
 	return v
-}
-
-// unlinkPrefix removes every key under prefix on a single Redis in batches; benchmarks leave
-// hundreds of thousands, more than testkit's key-by-key cleanup removes in its time. A test
-// cluster goes away whole.
-func unlinkPrefix(rdb redis.UniversalClient, prefix string) {
-	c, ok := rdb.(*redis.Client)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	iter := c.Scan(ctx, 0, prefix+"*", 5000).Iterator()
-	batch := make([]string, 0, 1000)
-	for iter.Next(ctx) {
-		if batch = append(batch, iter.Val()); len(batch) == cap(batch) {
-			c.Unlink(ctx, batch...)
-			batch = batch[:0]
-		}
-	}
-	if len(batch) > 0 {
-		c.Unlink(ctx, batch...)
-	}
 }

@@ -4,16 +4,16 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"vouchergate/testkit"
 
 	"vouchergate/backend/backendtest"
+	"vouchergate/testkit"
 )
 
 func TestStatusEndpoints(t *testing.T) {
 	cfg := backendtest.Config(t)
-	b := startBackendProcess(t, cfg, "")
+	b := backendtest.StartProcess(t, cfg)
 	admin := backendtest.Start(t, cfg)
-	e := startEdge(t, edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b.addr))
+	e := startEdge(t, edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b.Addr()))
 	sellOut(t, admin, e, "STATUS", 2)
 	testkit.Eventually(t, "sell-out learned", func() bool { return e.knows("STATUS") })
 
@@ -53,7 +53,7 @@ func TestStatusEndpoints(t *testing.T) {
 		}
 	}
 
-	b.kill()
+	b.Kill()
 	testkit.Eventually(t, "backend out", func() bool { return e.App.Pool.Healthy() == 0 })
 	if a := e.do(t, "GET", "/readyz", ""); a.Status != 503 || !strings.Contains(a.Body, `"ready":false`) {
 		t.Fatalf("/readyz with no backend: %d %s", a.Status, a.Body)

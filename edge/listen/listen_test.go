@@ -3,8 +3,6 @@ package listen
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -15,8 +13,6 @@ import (
 	"vouchergate/shared/events"
 	"vouchergate/testkit"
 )
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // backendSide writes voucher states as the backend's notifier does.
 type backendSide struct {
@@ -82,7 +78,7 @@ func soldOut(code string, holders ...string) events.VoucherState {
 func start(t *testing.T, url string, names events.Names) (*Listener, *soldout.Cache) {
 	t.Helper()
 	cache := soldout.New(soldout.Options{TTL: time.Minute})
-	l, err := Start(Options{URL: url, Names: names, RetryEvery: 100 * time.Millisecond}, cache, quiet)
+	l, err := Start(Options{URL: url, Names: names, RetryEvery: 100 * time.Millisecond}, cache, testkit.QuietLog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +90,7 @@ func waitSynced(t *testing.T, l *Listener) {
 	t.Helper()
 	select {
 	case <-l.Synced():
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.WaitBound):
 		t.Fatal("listener never read the bucket")
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"vouchergate/edge/soldout"
 	"vouchergate/shared/events"
+	"vouchergate/testkit"
 )
 
 // benchProxy is a Proxy whose cache holds a sold-out voucher with 1,000 holders.
@@ -21,7 +22,7 @@ func benchProxy(b *testing.B) *Proxy {
 	if err := cache.Apply(events.VoucherState{Code: "FLASH", SoldOut: true, Holders: events.NewHolderFilter(ids)}); err != nil {
 		b.Fatal(err)
 	}
-	return New(Options{SoldOut: cache, Refresher: askNothing{}, MaxAPIBodyBytes: 8192, Log: quiet})
+	return New(Options{SoldOut: cache, Refresher: askNothing{}, MaxAPIBodyBytes: 8192, Log: testkit.QuietLog})
 }
 
 type askNothing struct{}

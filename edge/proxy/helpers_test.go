@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -17,9 +15,8 @@ import (
 	"vouchergate/edge/upstream"
 	"vouchergate/shared/events"
 	"vouchergate/shared/wire"
+	"vouchergate/testkit"
 )
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // serve runs h on a fresh 127.0.0.1 port until the test ends and returns the address.
 func serve(t testing.TB, h fasthttp.RequestHandler) (string, *fasthttp.Server) {
@@ -169,14 +166,14 @@ func startEdge(t testing.TB, c edgeConfig) *edge {
 	clientOpts := upstream.Options{DialTimeout: 300 * time.Millisecond, ConnWait: 100 * time.Millisecond, MaxConns: 64, MaxHeaderBytes: 8192, MaxBodyBytes: c.maxResp, IdleTimeout: 10 * time.Second}
 	pool := upstream.NewPool(c.backends, make([]bool, len(c.backends)), upstream.PoolOptions{
 		Client: clientOpts, HealthEvery: 100 * time.Millisecond, HealthTimeout: 300 * time.Millisecond, HealthFalls: 2,
-	}, quiet)
+	}, testkit.QuietLog)
 	t.Cleanup(pool.Close)
 	cache := soldout.New(soldout.Options{TTL: time.Minute})
-	refresher := soldout.NewRefresher(cache, pool, 50*time.Millisecond, time.Second, quiet)
+	refresher := soldout.NewRefresher(cache, pool, 50*time.Millisecond, time.Second, testkit.QuietLog)
 	t.Cleanup(refresher.Close)
 	o := Options{
 		Backends: pool, SoldOut: cache, Refresher: refresher, Local: c.local,
-		BackendTimeout: c.timeout, CheckoutTimeout: c.timeout, MaxAPIBodyBytes: c.maxAPI, Log: quiet,
+		BackendTimeout: c.timeout, CheckoutTimeout: c.timeout, MaxAPIBodyBytes: c.maxAPI, Log: testkit.QuietLog,
 	}
 	if c.checkout != "" {
 		o.Checkout = upstream.NewClient(c.checkout, false, clientOpts)

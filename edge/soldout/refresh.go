@@ -26,6 +26,7 @@ type Refresher struct {
 	every   time.Duration
 	timeout time.Duration
 	log     *slog.Logger
+	now     func() time.Time // time.Now; tests freeze it to hold an ask back as long as they need
 
 	asks chan string
 	slot chan struct{} // bounds reads in flight
@@ -44,8 +45,12 @@ const maxInFlight = 4
 
 // NewRefresher returns a running Refresher. Each read is bounded by timeout.
 func NewRefresher(cache *Cache, src Source, every, timeout time.Duration, log *slog.Logger) *Refresher {
+	return newRefresher(cache, src, every, timeout, log, time.Now)
+}
+
+func newRefresher(cache *Cache, src Source, every, timeout time.Duration, log *slog.Logger, now func() time.Time) *Refresher {
 	r := &Refresher{
-		cache: cache, src: src, every: every, timeout: timeout, log: log,
+		cache: cache, src: src, every: every, timeout: timeout, log: log, now: now,
 		asks: make(chan string, 64), slot: make(chan struct{}, maxInFlight),
 		last: map[string]time.Time{}, busy: map[string]bool{}, later: map[string]bool{},
 		stop: make(chan struct{}),
@@ -88,7 +93,7 @@ func (r *Refresher) run() {
 }
 
 func (r *Refresher) start(code string) {
-	now := time.Now()
+	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.busy[code] || r.later[code] {
@@ -156,7 +161,7 @@ func (r *Refresher) read(code string) {
 
 // forget drops rate-limit marks older than the interval, so the maps stay small.
 func (r *Refresher) forget() {
-	now := time.Now()
+	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for code, t := range r.last {

@@ -3,23 +3,23 @@ package soldout
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-	"vouchergate/testkit"
 
 	"vouchergate/shared/events"
+	"vouchergate/testkit"
 )
 
-// states is a Source answering from a map, counting reads; gate, when set, holds each read.
+// states is a Source answering from a map, counting reads and the states it answered; gate,
+// when set, holds each read.
 type states struct {
-	mu    sync.Mutex
-	m     map[string]events.VoucherState
-	reads atomic.Int32
-	gate  chan struct{}
+	mu       sync.Mutex
+	m        map[string]events.VoucherState
+	reads    atomic.Int32
+	answered atomic.Int32
+	gate     chan struct{}
 }
 
 func (s *states) VoucherState(ctx context.Context, code string) (events.VoucherState, error) {
@@ -37,24 +37,38 @@ func (s *states) VoucherState(ctx context.Context, code string) (events.VoucherS
 	if !ok {
 		return events.VoucherState{}, errors.New("no such voucher")
 	}
+	s.answered.Add(1)
 	return st, nil
 }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+// idle reports whether r has no read of code in flight: a read that started has applied
+// its state (or failed) once this holds.
+func idle(r *Refresher, code string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.busy[code]
+}
+
+func learned(c *Cache, code string) bool {
+	e, _ := c.Lookup([]byte(code), time.Now())
+	return e != nil
+}
 
 func TestRefresherLearnsFromTheSource(t *testing.T) {
 	c := New(Options{TTL: time.Minute})
-	src := &states{m: map[string]events.VoucherState{"FLASH": soldOut("FLASH", "o-1")}}
-	r := NewRefresher(c, src, time.Hour, time.Second, quiet)
+	src := &states{m: map[string]events.VoucherState{"FLASH": soldOut("FLASH", "o-1"), "OTHER": soldOut("OTHER", "o-2")}}
+	r := NewRefresher(c, src, time.Hour, time.Second, testkit.QuietLog)
 	defer r.Close()
 
 	for range 50 {
 		r.Ask("FLASH")
 	}
-	testkit.Eventually(t, "entry learned", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e != nil })
-	time.Sleep(50 * time.Millisecond)
-	if n := src.reads.Load(); n != 1 {
-		t.Fatalf("50 asks within the interval made %d reads; want 1", n)
+	// Asks are taken in order by one goroutine: once OTHER, asked last, is read, every ask of
+	// FLASH has been decided.
+	r.Ask("OTHER")
+	testkit.Eventually(t, "both entries learned", func() bool { return learned(c, "FLASH") && learned(c, "OTHER") })
+	if n := src.reads.Load(); n != 2 {
+		t.Fatalf("50 asks of FLASH within the interval and one of OTHER made %d reads; want 2", n)
 	}
 	if e, _ := c.Lookup([]byte("FLASH"), time.Now()); !e.MayHold([]byte("o-1")) {
 		t.Fatal("learned entry lost its holders")
@@ -65,16 +79,16 @@ func TestRefresherRemovesAVoucherBackInStock(t *testing.T) {
 	c := New(Options{TTL: time.Minute})
 	_ = c.Apply(soldOut("FLASH", "o-1"))
 	src := &states{m: map[string]events.VoucherState{"FLASH": {Code: "FLASH"}}}
-	r := NewRefresher(c, src, time.Millisecond, time.Second, quiet)
+	r := NewRefresher(c, src, time.Millisecond, time.Second, testkit.QuietLog)
 	defer r.Close()
 	r.Ask("FLASH")
-	testkit.Eventually(t, "entry removed", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e == nil })
+	testkit.Eventually(t, "entry removed", func() bool { return !learned(c, "FLASH") })
 }
 
 func TestRefresherDropsAReadOvertakenByAnEvent(t *testing.T) {
 	c := New(Options{TTL: time.Minute})
 	src := &states{m: map[string]events.VoucherState{"FLASH": soldOut("FLASH", "o-1")}, gate: make(chan struct{})}
-	r := NewRefresher(c, src, time.Millisecond, time.Second, quiet)
+	r := NewRefresher(c, src, time.Millisecond, time.Hour, testkit.QuietLog) // the held read cannot time out
 	defer r.Close()
 	r.Ask("FLASH")
 	testkit.Eventually(t, "read started", func() bool { return src.reads.Load() == 1 })
@@ -82,8 +96,11 @@ func TestRefresherDropsAReadOvertakenByAnEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(src.gate)
-	time.Sleep(100 * time.Millisecond)
-	if e, _ := c.Lookup([]byte("FLASH"), time.Now()); e != nil {
+	testkit.Eventually(t, "the held read finished", func() bool { return idle(r, "FLASH") })
+	if n := src.answered.Load(); n != 1 {
+		t.Fatalf("the source answered %d reads; want the held one answered", n)
+	}
+	if learned(c, "FLASH") {
 		t.Fatal("a read that started before the back-in-stock event marked the voucher sold out")
 	}
 }
@@ -91,14 +108,14 @@ func TestRefresherDropsAReadOvertakenByAnEvent(t *testing.T) {
 func TestRefresherCloseCancelsReads(t *testing.T) {
 	c := New(Options{TTL: time.Minute})
 	src := &states{m: map[string]events.VoucherState{}, gate: make(chan struct{})}
-	r := NewRefresher(c, src, time.Millisecond, time.Hour, quiet)
+	r := NewRefresher(c, src, time.Millisecond, time.Hour, testkit.QuietLog)
 	r.Ask("FLASH")
 	testkit.Eventually(t, "read started", func() bool { return src.reads.Load() == 1 })
 	done := make(chan struct{})
 	go func() { r.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.WaitBound):
 		t.Fatal("Close waited for a read that could not finish")
 	}
 }
@@ -106,15 +123,27 @@ func TestRefresherCloseCancelsReads(t *testing.T) {
 func TestRefresherKeepsAnAskThatCameTooSoon(t *testing.T) {
 	c := New(Options{TTL: time.Minute})
 	src := &states{m: map[string]events.VoucherState{"FLASH": soldOut("FLASH", "o-1")}}
-	r := NewRefresher(c, src, 100*time.Millisecond, time.Second, quiet)
+	// The interval is measured on a clock that stands still until the test moves it, so the
+	// second ask is certainly too soon; the planned ask comes back every 20ms of real time.
+	clock := testkit.NewManualClock(time.Now())
+	r := newRefresher(c, src, 20*time.Millisecond, time.Second, testkit.QuietLog, clock.Now)
 	defer r.Close()
 	r.Ask("FLASH")
-	testkit.Eventually(t, "sold out learned", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e != nil })
+	testkit.Eventually(t, "sold out learned", func() bool { return learned(c, "FLASH") && idle(r, "FLASH") })
 	src.mu.Lock()
 	src.m["FLASH"] = events.VoucherState{Code: "FLASH"} // a release, right after
 	src.mu.Unlock()
 	r.Ask("FLASH") // within the interval: must not be lost
-	testkit.Eventually(t, "back in stock learned", func() bool { e, _ := c.Lookup([]byte("FLASH"), time.Now()); return e == nil })
+	testkit.Eventually(t, "the ask planned for later", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.later["FLASH"]
+	})
+	if n := src.reads.Load(); n != 1 {
+		t.Fatalf("reads = %d within the interval; want 1", n)
+	}
+	clock.Advance(20 * time.Millisecond)
+	testkit.Eventually(t, "back in stock learned", func() bool { return !learned(c, "FLASH") })
 	if n := src.reads.Load(); n != 2 {
 		t.Fatalf("reads = %d; want 2", n)
 	}

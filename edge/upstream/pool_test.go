@@ -3,21 +3,17 @@ package upstream
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-	"vouchergate/testkit"
 
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/shared/events"
+	"vouchergate/testkit"
 )
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // server is a real fasthttp server on 127.0.0.1 that can be stopped and started again on the
 // same address.
@@ -67,18 +63,7 @@ func (s *server) stop() {
 
 func (s *server) restart() {
 	s.t.Helper()
-	var ln net.Listener
-	var err error
-	for range 50 { // the port may linger for a moment
-		if ln, err = net.Listen("tcp", s.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		s.t.Fatalf("restart %s: %v", s.addr, err)
-	}
-	s.serve(ln)
+	s.serve(testkit.ListenAgain(s.t, s.addr))
 }
 
 func ok(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(200); ctx.SetBodyString("ok") }
@@ -98,7 +83,7 @@ func newPool(t *testing.T, servers ...*server) *Pool {
 	for i, s := range servers {
 		addrs[i] = s.addr
 	}
-	p := NewPool(addrs, make([]bool, len(addrs)), testPoolOptions(), quiet)
+	p := NewPool(addrs, make([]bool, len(addrs)), testPoolOptions(), testkit.QuietLog)
 	t.Cleanup(p.Close)
 	return p
 }
@@ -191,7 +176,7 @@ func TestSlowBackendTimesOut(t *testing.T) {
 		if !TimedOut(err) {
 			t.Fatalf("err = %v; want a timeout", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.WaitBound):
 		t.Fatal("call to a hung backend did not return")
 	}
 }

@@ -50,14 +50,11 @@ func startVoucher(t *testing.T, uses int64) string {
 
 func TestSaleMeasuresTheSellOutAndStopsAfterItsTail(t *testing.T) {
 	addr := startVoucher(t, 500)
-	begin := time.Now()
+	// The limit is far off: a sale that ends by it (r.Limited) did not stop after its tail.
 	r, err := Sale(context.Background(), addr, SaleSettings{Conns: 8, Code: "SALE", Prefix: "o-", Customers: "c-",
-		Uses: 500, Tail: 100 * time.Millisecond, Limit: 10 * time.Second})
+		Uses: 500, Tail: 100 * time.Millisecond, Limit: time.Hour})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if took := time.Since(begin); took > 5*time.Second {
-		t.Fatalf("the sale took %v; it should stop %v after the sell-out", took, 100*time.Millisecond)
 	}
 	if r.Granted() != 500 || r.Statuses[409] != r.OutOfStock || r.Requests != 500+r.OutOfStock || r.Errors != 0 {
 		t.Fatalf("result %+v", r)
@@ -72,12 +69,13 @@ func TestSaleMeasuresTheSellOutAndStopsAfterItsTail(t *testing.T) {
 
 func TestSaleThatNeverSellsOutEndsAtItsLimit(t *testing.T) {
 	addr := startVoucher(t, 1<<40)
+	// The tail is far off: a sale that waited it without a sell-out would run an hour.
 	r, err := Sale(context.Background(), addr, SaleSettings{Conns: 2, Code: "SALE", Prefix: "n-", Uses: 1 << 30,
-		Tail: time.Second, Limit: 200 * time.Millisecond})
+		Tail: time.Hour, Limit: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.SoldOut != 0 || r.Granted() == 0 || r.After.Count() != 0 || r.Elapsed > time.Second || !r.Limited {
+	if r.SoldOut != 0 || r.Granted() == 0 || r.After.Count() != 0 || r.Elapsed >= time.Hour || !r.Limited {
 		t.Fatalf("result %+v", r)
 	}
 }

@@ -1,7 +1,6 @@
-package faulttest
+package backendtest
 
 import (
-	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -14,29 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"vouchergate/backend/backendtest"
 	"vouchergate/shared/config"
 )
 
-func TestMain(m *testing.M) {
-	// Fault tests dial dead servers on purpose; go-redis would log every refused dial.
-	redis.SetLogger(quietRedis{})
-	code := m.Run()
-	backendtest.RemoveBinary()
-	os.Exit(code)
-}
-
-type quietRedis struct{}
-
-func (quietRedis) Printf(context.Context, string, ...any) {}
-
-// backendProcess is the backend command running as a child process on a fixed 127.0.0.1
-// address, which the test can SIGKILL and start again. Its output goes to a log file, shown
-// if the test fails; whatever runs when the test ends is killed by PID.
-type backendProcess struct {
-	t       *testing.T
+// Process is the backend command running as a child process on a fixed 127.0.0.1 address,
+// which the test can SIGKILL and start again. Its output goes to a log file, shown if the test
+// fails; whatever runs when the test ends is killed by PID. The test binary's TestMain calls
+// RemoveBinary.
+type Process struct {
+	t       testing.TB
 	addr    string
 	env     []string
 	logPath string
@@ -46,9 +31,11 @@ type backendProcess struct {
 	done chan struct{}
 }
 
-// startBackendProcess runs the backend command with cfg's stores and the extra VG_* settings
-// on a free port. The environment's own VG_* variables are dropped.
-func startBackendProcess(t *testing.T, cfg config.Backend, extra ...string) *backendProcess {
+// StartProcess runs the backend command with cfg's stores, prefixes and the test token, and
+// the extra VG_* settings ("VG_DB_TIMEOUT=1s"), on a free port, and returns once it answers
+// /healthz. The environment's own VG_* variables are dropped; the jobs are off (the test runs
+// them) and no demo voucher is made, unless extra says otherwise.
+func StartProcess(t testing.TB, cfg config.Backend, extra ...string) *Process {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -69,12 +56,12 @@ func startBackendProcess(t *testing.T, cfg config.Backend, extra ...string) *bac
 		"VG_REDIS_PREFIX="+cfg.RedisPrefix,
 		"VG_NATS_URL="+cfg.NATSURL,
 		"VG_NATS_PREFIX="+cfg.NATSPrefix,
-		"VG_ADMIN_TOKEN="+backendtest.Token,
-		"VG_EXPIRE_EVERY=0", "VG_RECONCILE_EVERY=0", "VG_WARMUP_EVERY=0", // the test runs them
+		"VG_ADMIN_TOKEN="+Token,
+		"VG_EXPIRE_EVERY=0", "VG_RECONCILE_EVERY=0", "VG_WARMUP_EVERY=0",
 	)
-	p := &backendProcess{t: t, addr: addr, env: append(env, extra...), logPath: filepath.Join(t.TempDir(), "backend.log")}
+	p := &Process{t: t, addr: addr, env: append(env, extra...), logPath: filepath.Join(t.TempDir(), "backend.log")}
 	t.Cleanup(func() {
-		p.kill()
+		p.Kill()
 		if t.Failed() {
 			if b, err := os.ReadFile(p.logPath); err == nil {
 				if len(b) > 16<<10 {
@@ -84,18 +71,21 @@ func startBackendProcess(t *testing.T, cfg config.Backend, extra ...string) *bac
 			}
 		}
 	})
-	p.start()
+	p.Start()
 	return p
 }
 
-// URL returns http://addr, the same across restarts.
-func (p *backendProcess) URL() string { return "http://" + p.addr }
+// Addr returns host:port, the same across restarts.
+func (p *Process) Addr() string { return p.addr }
 
-// start runs the command and returns once it answers /healthz. A start right after a kill may
+// URL returns http://host:port, the same across restarts.
+func (p *Process) URL() string { return "http://" + p.addr }
+
+// Start runs the command and returns once it answers /healthz. A start right after a kill may
 // find the port still held; it tries again.
-func (p *backendProcess) start() {
+func (p *Process) Start() {
 	p.t.Helper()
-	bin := backendtest.Binary(p.t)
+	bin := Binary(p.t)
 	for try := 0; try < 20; try++ {
 		logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -120,13 +110,14 @@ func (p *backendProcess) start() {
 		if p.ready(done) {
 			return
 		}
-		p.kill()
+		p.Kill()
 		time.Sleep(250 * time.Millisecond)
 	}
 	p.t.Fatalf("the backend command did not start on %s", p.addr)
 }
 
-func (p *backendProcess) ready(done <-chan struct{}) bool {
+// ready polls /healthz until it answers 200 (true), or the process exits or 30 s pass (false).
+func (p *Process) ready(done <-chan struct{}) bool {
 	hc := &http.Client{Timeout: 500 * time.Millisecond}
 	defer hc.CloseIdleConnections()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
@@ -146,8 +137,8 @@ func (p *backendProcess) ready(done <-chan struct{}) bool {
 	return false
 }
 
-// kill sends SIGKILL to the process and returns once it has exited.
-func (p *backendProcess) kill() {
+// Kill sends SIGKILL to the process and returns once it has exited.
+func (p *Process) Kill() {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.cmd = nil
