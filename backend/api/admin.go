@@ -146,10 +146,11 @@ func (s *Server) reconcile(ctx *fasthttp.RequestCtx) {
 		s.respondOutcome(ctx, err)
 		return
 	}
-	if reports == nil {
-		reports = []voucher.Reconciliation{}
+	out := wire.Reconciliations{Vouchers: make([]wire.Reconciliation, len(reports))}
+	for i, r := range reports {
+		out.Vouchers[i] = wire.Reconciliation(r)
 	}
-	respondJSON(ctx, fasthttp.StatusOK, map[string]any{"vouchers": reports})
+	respondJSON(ctx, fasthttp.StatusOK, out)
 }
 
 // voucherSpec is a checked voucher to create.

@@ -11,6 +11,7 @@ import (
 	"vouchergate/backend/backendtest"
 	"vouchergate/backend/voucher"
 	"vouchergate/shared/keys"
+	"vouchergate/shared/wire"
 )
 
 func startWithClock(t *testing.T) (*backendtest.Backend, *backendtest.Clock) {
@@ -157,10 +158,10 @@ func TestReconcileRepairsRedis(t *testing.T) {
 	if res, err := b.App.Gate.Reserve(ctx, v, "hanging", voucher.Holder{CustomerID: "ghost", ReservedAt: clock.Now(), Attempt: "x1"}); err != nil || res.Outcome != voucher.GateReserved {
 		t.Fatalf("take a hanging use: %+v %v", res, err)
 	}
-	reconcile := func() voucher.Reconciliation {
+	reconcile := func() wire.Reconciliation {
 		t.Helper()
 		st, body := b.Do(t, "POST", "/admin/reconcile?code=REC", nil)
-		var out struct{ Vouchers []voucher.Reconciliation }
+		var out struct{ Vouchers []wire.Reconciliation }
 		if err := json.Unmarshal(body, &out); st != 200 || err != nil || len(out.Vouchers) != 1 {
 			t.Fatalf("reconcile: %d %s", st, body)
 		}

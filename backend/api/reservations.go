@@ -6,7 +6,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"vouchergate/backend/notify"
 	"vouchergate/backend/voucher"
 	"vouchergate/shared/wire"
 )
@@ -62,7 +61,7 @@ func (s *Server) release(ctx *fasthttp.RequestCtx, code, orderID string) {
 func (s *Server) state(ctx *fasthttp.RequestCtx, code string) {
 	c, cancel := s.context()
 	defer cancel()
-	st, err := notify.State(c, s.opts.State, code)
+	st, err := s.opts.Vouchers.SoldOutState(c, code)
 	if err != nil {
 		s.respondOutcome(ctx, err)
 		return

@@ -15,7 +15,6 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
-	"vouchergate/backend/notify"
 	"vouchergate/backend/quota"
 	"vouchergate/backend/voucher"
 	"vouchergate/shared/wire"
@@ -35,7 +34,6 @@ type Options struct {
 	RequestTimeout time.Duration       // bound on one voucher request's work (5s)
 	DBTimeout      time.Duration       // bound on a quota rule call's PostgreSQL work (2s)
 	MaxBodyBytes   int                 // larger bodies get 413 PAYLOAD_TOO_LARGE (8192)
-	State          notify.Reader       // nil: /vouchers/{code}/state answers 404
 	Jobs           Jobs                // nil: /admin/expire and /admin/reconcile answer 404
 	Metrics        prometheus.Gatherer // nil: /metrics answers 404
 	Log            *slog.Logger
@@ -153,7 +151,7 @@ func (s *Server) routeVouchers(ctx *fasthttp.RequestCtx, seg [][]byte) {
 		if allow(ctx, "POST") {
 			s.reserve(ctx, code)
 		}
-	case len(seg) == 2 && string(seg[1]) == "state" && s.opts.State != nil:
+	case len(seg) == 2 && string(seg[1]) == "state":
 		if allow(ctx, "GET") {
 			s.state(ctx, code)
 		}

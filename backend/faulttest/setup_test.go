@@ -11,17 +11,16 @@ import (
 
 	"vouchergate/backend/app"
 	"vouchergate/backend/backendtest"
-	"vouchergate/backend/voucher"
 	"vouchergate/shared/config"
 	"vouchergate/shared/wire"
 )
 
 // reconcile runs POST /admin/reconcile?code= and returns the voucher's report.
-func reconcile(t *testing.T, c *client, code string) voucher.Reconciliation {
+func reconcile(t *testing.T, c *client, code string) wire.Reconciliation {
 	t.Helper()
 	a, raw := c.send("POST", "/admin/reconcile?code="+code, nil, time.Minute)
 	var body struct {
-		Vouchers []voucher.Reconciliation `json:"vouchers"`
+		Vouchers []wire.Reconciliation `json:"vouchers"`
 	}
 	if a.status != 200 || json.Unmarshal(raw, &body) != nil || len(body.Vouchers) != 1 {
 		t.Fatalf("reconcile %s: %d %s", code, a.status, raw)
@@ -101,7 +100,7 @@ func createFlash(t *testing.T, b *backendtest.Backend, code string, total, perUs
 // (advancing the clock), checks D1–D4 and R1–R2 and that Redis equals the database, sells the
 // rest of the voucher (exactly its remaining uses), checks again, and retries every granted
 // order. It returns the reconciliation's report.
-func finish(t *testing.T, b *backendtest.Backend, clock *backendtest.Clock, c *client, code string, granted []string, customerOf map[string]string) voucher.Reconciliation {
+func finish(t *testing.T, b *backendtest.Backend, clock *backendtest.Clock, c *client, code string, granted []string, customerOf map[string]string) wire.Reconciliation {
 	t.Helper()
 	clock.Advance(b.Config.ReconcileGrace + time.Minute)
 	rep := reconcile(t, c, code)

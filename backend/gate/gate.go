@@ -57,11 +57,14 @@ func (g *Gate) Reserve(ctx context.Context, v voucher.Voucher, orderID string, h
 	if err != nil {
 		return voucher.GateResult{}, fmt.Errorf("gate reserve %s: %w", v.Code, err)
 	}
-	outcome, detail, err := pair(res)
+	outcome, detail, err := statusAndDetail(res)
 	if err != nil {
 		return voucher.GateResult{}, fmt.Errorf("gate reserve %s: %w", v.Code, err)
 	}
-	r := voucher.GateResult{Outcome: voucher.GateOutcome(outcome)}
+	r := voucher.GateResult{Outcome: reserveOutcomes[outcome]}
+	if r.Outcome == 0 {
+		return voucher.GateResult{}, fmt.Errorf("gate reserve %s: script replied outcome %d", v.Code, outcome)
+	}
 	switch r.Outcome {
 	case voucher.GateReserved:
 		r.Remaining, _ = detail.(int64)
@@ -72,6 +75,12 @@ func (g *Gate) Reserve(ctx context.Context, v voucher.Voucher, orderID string, h
 		}
 	}
 	return r, nil
+}
+
+// reserveOutcomes are reserve.lua's return codes (see its header).
+var reserveOutcomes = map[int64]voucher.GateOutcome{
+	1: voucher.GateReserved, 0: voucher.GateHeld, -1: voucher.GateOutOfStock, -2: voucher.GateAtLimit,
+	-3: voucher.GateNotLoaded,
 }
 
 // Release runs release.lua.
@@ -85,7 +94,7 @@ func (g *Gate) Release(ctx context.Context, code, orderID string, expect *vouche
 	if err != nil {
 		return false, 0, fmt.Errorf("gate release %s/%s: %w", code, orderID, err)
 	}
-	status, detail, err := pair(res)
+	status, detail, err := statusAndDetail(res)
 	if err != nil {
 		return false, 0, fmt.Errorf("gate release %s/%s: %w", code, orderID, err)
 	}
@@ -104,7 +113,7 @@ func (g *Gate) Load(ctx context.Context, v voucher.Voucher, active []voucher.Red
 	if err != nil {
 		return 0, fmt.Errorf("gate load %s: %w", v.Code, err)
 	}
-	_, detail, err := pair(res)
+	_, detail, err := statusAndDetail(res)
 	if err != nil {
 		return 0, fmt.Errorf("gate load %s: %w", v.Code, err)
 	}
@@ -200,8 +209,8 @@ func parseSnapshot(res []any) (notify.Snapshot, error) {
 	return snap, nil
 }
 
-// pair reads a script's {status, detail} reply.
-func pair(res []any) (int64, any, error) {
+// statusAndDetail reads a script's {status, detail} reply.
+func statusAndDetail(res []any) (int64, any, error) {
 	if len(res) != 2 {
 		return 0, nil, fmt.Errorf("script replied %v; expected {status, detail}", res)
 	}

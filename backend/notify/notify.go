@@ -245,6 +245,11 @@ func (n *Notifier) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
+// State reads the voucher's sold-out state now, as it is published.
+func (n *Notifier) State(ctx context.Context, code string) (events.VoucherState, error) {
+	return State(ctx, n.read, code)
+}
+
 // State reads a voucher's sold-out state from Redis: sold out when loaded with no use left,
 // with the holders read now, and the version read with them. A voucher not loaded is reported
 // available: the backend loads it on the next request.

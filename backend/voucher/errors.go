@@ -2,29 +2,42 @@ package voucher
 
 import "errors"
 
-// Domain outcomes. The API maps each to a status and error code in one place.
+// outcome is a domain outcome: an answer for the client, which the API maps to a status and
+// error code in one place, never a failure to wrap. Being of this type is what makes an error
+// one (isDomain), so the list of outcomes is this block alone.
+type outcome struct{ text string }
+
+func (o *outcome) Error() string { return o.text }
+
+// isDomain reports whether err is, or wraps, a domain outcome.
+func isDomain(err error) bool {
+	var o *outcome
+	return errors.As(err, &o)
+}
+
+// Domain outcomes.
 var (
 	// ErrVoucherNotFound: no voucher has the code.
-	ErrVoucherNotFound = errors.New("voucher not found")
+	ErrVoucherNotFound error = &outcome{"voucher not found"}
 	// ErrVoucherExists: a voucher with the code exists already.
-	ErrVoucherExists = errors.New("voucher exists")
+	ErrVoucherExists error = &outcome{"voucher exists"}
 	// ErrOutOfStock: no use is left.
-	ErrOutOfStock = errors.New("out of stock")
+	ErrOutOfStock error = &outcome{"out of stock"}
 	// ErrAlreadyUsed: the customer holds per_user_limit uses, or the orderId belongs to another
 	// customer or voucher.
-	ErrAlreadyUsed = errors.New("already used")
+	ErrAlreadyUsed error = &outcome{"already used"}
 	// ErrNotEligible: the voucher is not open at this time, or the order is below its minimum.
-	ErrNotEligible = errors.New("not eligible")
+	ErrNotEligible error = &outcome{"not eligible"}
 	// ErrReservationNotFound: the voucher has no reservation for the orderId.
-	ErrReservationNotFound = errors.New("reservation not found")
+	ErrReservationNotFound error = &outcome{"reservation not found"}
 	// ErrReleased: the reservation was released (cancelled or expired); it cannot be confirmed
 	// or reserved again.
-	ErrReleased = errors.New("reservation released")
+	ErrReleased error = &outcome{"reservation released"}
 	// ErrConfirmed: the reservation was confirmed; it cannot be released.
-	ErrConfirmed = errors.New("reservation confirmed")
+	ErrConfirmed error = &outcome{"reservation confirmed"}
 	// ErrUnavailable: a store could not be reached or did not answer in time; the client may
 	// retry with the same orderId.
-	ErrUnavailable = errors.New("unavailable")
+	ErrUnavailable error = &outcome{"unavailable"}
 )
 
 // Errors between this package and its stores.

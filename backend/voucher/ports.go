@@ -3,6 +3,8 @@ package voucher
 import (
 	"context"
 	"time"
+
+	"vouchergate/shared/events"
 )
 
 // Store is the source of truth. Implementations MUST be safe for concurrent use and MUST keep
@@ -49,13 +51,13 @@ type Store interface {
 // GateOutcome is what the Redis gate decided for a reservation.
 type GateOutcome int
 
-// Gate outcomes, as reserve.lua returns them.
+// Gate outcomes.
 const (
-	GateReserved   GateOutcome = 1
-	GateHeld       GateOutcome = 0  // the order already holds a use
-	GateOutOfStock GateOutcome = -1 // no use left
-	GateAtLimit    GateOutcome = -2 // the customer holds per_user_limit uses
-	GateNotLoaded  GateOutcome = -3 // the voucher is not in Redis
+	GateReserved   GateOutcome = iota + 1 // a use was taken for the order
+	GateHeld                              // the order already holds a use
+	GateOutOfStock                        // no use left
+	GateAtLimit                           // the customer holds per_user_limit uses
+	GateNotLoaded                         // the voucher is not in Redis
 )
 
 // GateResult is the gate's answer: for GateReserved the uses left after the take, for
@@ -126,4 +128,7 @@ type Notifier interface {
 	// HoldersChanged says orders were put back in Redis: a sold-out state must be published
 	// again with them among its holders.
 	HoldersChanged(code string)
+	// State reads, now, the sold-out state the edges are told: sold out or not, and when sold
+	// out which orders hold a use. Unlike the others it waits for Redis.
+	State(ctx context.Context, code string) (events.VoucherState, error)
 }

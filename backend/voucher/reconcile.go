@@ -9,16 +9,16 @@ import (
 
 // Reconciliation is what Reconcile found in Redis against the database, and what it fixed.
 type Reconciliation struct {
-	Code            string   `json:"code"`
-	Loaded          bool     `json:"loaded"`          // Redis did not have the voucher: loaded from the database
-	Released        []string `json:"released"`        // orders held in Redis with no active row, past the grace period
-	PutBack         []string `json:"putBack"`         // active rows Redis had lost
-	InFlight        int      `json:"inFlight"`        // held in Redis without a row, within the grace period
-	RemainingBefore int64    `json:"remainingBefore"` // Redis's uses left before
-	RemainingAfter  int64    `json:"remainingAfter"`  // after
-	Expected        int64    `json:"expected"`        // total_limit minus the active rows
-	Drift           int64    `json:"drift"`           // RemainingBefore - Expected
-	Recounted       bool     `json:"recounted"`       // remaining or per-customer counts had to be rebuilt
+	Code            string
+	Loaded          bool     // Redis did not have the voucher: loaded from the database
+	Released        []string // orders held in Redis with no active row, past the grace period
+	PutBack         []string // active rows Redis had lost
+	InFlight        int      // held in Redis without a row, within the grace period
+	RemainingBefore int64    // Redis's uses left before
+	RemainingAfter  int64    // after
+	Expected        int64    // total_limit minus the active rows
+	Drift           int64    // RemainingBefore - Expected
+	Recounted       bool     // remaining or per-customer counts had to be rebuilt
 }
 
 // ReconcileConfig tunes reconciliation.
@@ -98,16 +98,16 @@ func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig
 			rep.Released = append(rep.Released, order)
 		}
 	}
-	rc2, err := s.gate.Recount(ctx, v)
+	recount, err := s.gate.Recount(ctx, v)
 	if err != nil {
 		return rep, s.unavailable(err, "reconcile %s", code)
 	}
-	rep.RemainingAfter = rc2.After
-	rep.Recounted = rc2.UsersFixed || rc2.Before != rc2.After
+	rep.RemainingAfter = recount.After
+	rep.Recounted = recount.UsersFixed || recount.Before != recount.After
 	switch {
 	case rep.RemainingAfter <= 0:
 		s.notify.SoldOut(code)
-	case rc2.Before <= 0:
+	case recount.Before <= 0:
 		s.notify.BackInStock(code) // the recount found uses a sold-out voucher had lost
 	}
 	if abs(rep.Drift) > rc.DriftAlert || rep.Recounted {

@@ -55,13 +55,13 @@ func (s *Service) Reserve(ctx context.Context, req Request) (Redemption, error) 
 // Store.Reserve would.
 func (s *Service) reserveInDB(ctx context.Context, v Voucher, h Hold) (Redemption, error) {
 	req := h.request()
-	look, err := s.store.Lookup(ctx, h.VoucherCode, h.OrderID)
+	seen, err := s.store.Lookup(ctx, h.VoucherCode, h.OrderID)
 	switch {
 	case err != nil:
 		return Redemption{}, s.unavailable(err, "reserve %s: look up order", h.VoucherCode)
-	case look.Existing != nil:
-		return answerRetry(req, *look.Existing)
-	case look.SoldOut:
+	case seen.Existing != nil:
+		return answerRetry(req, *seen.Existing)
+	case seen.SoldOut:
 		return Redemption{}, ErrOutOfStock // the late crowd never queues for the voucher's row lock
 	}
 	r, err := s.writerFor(v).write(ctx, h)
@@ -107,14 +107,4 @@ func (s *Service) unavailable(err error, format string, args ...any) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w: %w", fmt.Sprintf(format, args...), ErrUnavailable, err)
-}
-
-func isDomain(err error) bool {
-	for _, d := range []error{ErrVoucherNotFound, ErrVoucherExists, ErrOutOfStock, ErrAlreadyUsed,
-		ErrNotEligible, ErrReservationNotFound, ErrReleased, ErrConfirmed, ErrUnavailable} {
-		if errors.Is(err, d) {
-			return true
-		}
-	}
-	return false
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"vouchergate/shared/events"
 )
 
 // Config tunes the service; zero values take the defaults noted.
@@ -138,6 +140,16 @@ func (s *Service) Stats(ctx context.Context, code string) (Stats, error) {
 	}
 	if n, loaded, err := s.gate.Remaining(ctx, code); err == nil && loaded {
 		st.RedisRemaining = &n
+	}
+	return st, nil
+}
+
+// SoldOutState is the voucher's sold-out state with its holders, read now: what an edge that
+// learned of a sell-out from a passing 409 while NATS was away asks for.
+func (s *Service) SoldOutState(ctx context.Context, code string) (events.VoucherState, error) {
+	st, err := s.notify.State(ctx, code)
+	if err != nil {
+		return st, s.unavailable(err, "read sold-out state of %s", code)
 	}
 	return st, nil
 }

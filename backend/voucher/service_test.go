@@ -13,6 +13,7 @@ import (
 	"vouchergate/backend/gate"
 	"vouchergate/backend/store"
 	"vouchergate/backend/voucher"
+	"vouchergate/shared/events"
 	"vouchergate/shared/keys"
 	"vouchergate/testkit"
 )
@@ -76,6 +77,9 @@ type recorder struct {
 func (r *recorder) SoldOut(code string)        { r.add("sold out " + code) }
 func (r *recorder) BackInStock(code string)    { r.add("back in stock " + code) }
 func (r *recorder) HoldersChanged(code string) { r.add("holders changed " + code) }
+func (r *recorder) State(_ context.Context, code string) (events.VoucherState, error) {
+	return events.VoucherState{Code: code}, nil
+}
 
 func (r *recorder) add(e string) {
 	r.mu.Lock()

@@ -34,3 +34,23 @@ type VoucherView struct {
 	Counts         map[string]int `json:"counts"`
 	RedisRemaining *int64         `json:"redisRemaining,omitempty"`
 }
+
+// Reconciliation is one voucher's report in the answer to POST /admin/reconcile: what the
+// reconciler found in Redis against the database, and what it fixed.
+type Reconciliation struct {
+	Code            string   `json:"code"`
+	Loaded          bool     `json:"loaded"`          // Redis did not have the voucher: loaded from the database
+	Released        []string `json:"released"`        // orders held in Redis with no active row, past the grace period
+	PutBack         []string `json:"putBack"`         // active rows Redis had lost
+	InFlight        int      `json:"inFlight"`        // held in Redis without a row, within the grace period
+	RemainingBefore int64    `json:"remainingBefore"` // Redis's uses left before
+	RemainingAfter  int64    `json:"remainingAfter"`  // after
+	Expected        int64    `json:"expected"`        // total_limit minus the active rows
+	Drift           int64    `json:"drift"`           // RemainingBefore - Expected
+	Recounted       bool     `json:"recounted"`       // remaining or per-customer counts had to be rebuilt
+}
+
+// Reconciliations is the answer to POST /admin/reconcile.
+type Reconciliations struct {
+	Vouchers []Reconciliation `json:"vouchers"`
+}
