@@ -15,7 +15,11 @@ import (
 // The backend tells the edges over NATS when a flash voucher sells out (with every holder) and
 // when a release brings it back, as an event and as the bucket's current value.
 func TestSoldOutAndBackInStockEvents(t *testing.T) {
-	b := backendtest.Start(t, backendtest.Config(t))
+	cfg := backendtest.Config(t)
+	// Refusals republish a sold-out state at most once per SoldOutEvery: an hour, so that none of
+	// the late traffic below may, however long it takes. A release is never held back.
+	cfg.SoldOutEvery = time.Hour
+	b := backendtest.Start(t, cfg)
 	names := events.Names{Prefix: b.Config.NATSPrefix}
 	nc, err := nats.Connect(testkit.NATSURL)
 	if err != nil {
@@ -46,7 +50,7 @@ func TestSoldOutAndBackInStockEvents(t *testing.T) {
 			t.Fatalf("reserve %s: %+v", o, a)
 		}
 	}
-	for i := range 20 { // late traffic: refused, and at most a few events
+	for i := range 20 { // late traffic: refused, and no event of its own
 		reserve(t, b, "EVT", "late"+itoa(i), "late"+itoa(i), 10)
 	}
 	soldOut := waitState(t, states, true)
@@ -75,15 +79,15 @@ func TestSoldOutAndBackInStockEvents(t *testing.T) {
 			extra++
 		}
 	}
-	if extra > 8 {
-		t.Errorf("%d more sold-out events for 20 refusals within a second; want a few", extra)
+	if extra > 0 {
+		t.Errorf("%d more sold-out events for 20 refusals inside the throttle; want none", extra)
 	}
 	b.CheckInvariants(t, "EVT", []string{"h1", "h3"})
 }
 
 func waitState(t *testing.T, states <-chan events.VoucherState, soldOut bool) events.VoucherState {
 	t.Helper()
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(testkit.WaitBound) // a hang guard, not a time the event must beat
 	for {
 		select {
 		case s := <-states:
@@ -91,7 +95,7 @@ func waitState(t *testing.T, states <-chan events.VoucherState, soldOut bool) ev
 				return s
 			}
 		case <-timeout:
-			t.Fatalf("no event with soldOut=%v within 5s", soldOut)
+			t.Fatalf("no event with soldOut=%v", soldOut)
 		}
 	}
 }
