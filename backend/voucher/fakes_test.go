@@ -75,6 +75,7 @@ type fakeStore struct {
 	vouchers    map[string]*storedVoucher
 	redemptions map[string]voucher.Redemption // orderId -> its one redemption
 	batches     []int                         // the size of each ReserveMany call
+	refused     []error                       // every refusal take answered, in order
 }
 
 type storedVoucher struct {
@@ -210,6 +211,14 @@ func (s *fakeStore) ReserveMany(ctx context.Context, code string, holds []vouche
 
 // take is one guarded reservation, as Reserve's statement makes it. The caller holds s.mu.
 func (s *fakeStore) take(h voucher.Hold, now time.Time) (voucher.Redemption, error) {
+	r, err := s.decide(h, now)
+	if err != nil {
+		s.refused = append(s.refused, err)
+	}
+	return r, err
+}
+
+func (s *fakeStore) decide(h voucher.Hold, now time.Time) (voucher.Redemption, error) {
 	v, ok := s.vouchers[h.VoucherCode]
 	switch {
 	case !ok:
@@ -381,6 +390,13 @@ func (s *fakeStore) row(orderID string) (voucher.Redemption, bool) {
 	defer s.mu.Unlock()
 	r, ok := s.redemptions[orderID]
 	return r, ok
+}
+
+// refusals returns every refusal the store answered, in order.
+func (s *fakeStore) refusals() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.refused)
 }
 
 // used returns the voucher's used_count.
