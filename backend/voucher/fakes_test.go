@@ -392,6 +392,13 @@ func (s *fakeStore) row(orderID string) (voucher.Redemption, bool) {
 	return r, ok
 }
 
+// voucherOf returns the voucher as stored.
+func (s *fakeStore) voucherOf(code string) voucher.Voucher {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.vouchers[code].Voucher
+}
+
 // refusals returns every refusal the store answered, in order.
 func (s *fakeStore) refusals() []error {
 	s.mu.Lock()
