@@ -305,3 +305,59 @@ func TestWarmUpcomingDecisions(t *testing.T) {
 	}
 	f.check(t, "LOADED", "o1")
 }
+
+// Putting back orders the gate lost changes the holders of a sold-out state, and the Notifier's
+// contract says so is told with HoldersChanged (keepHeld does). Reconcile tells only SoldOut,
+// which the notifier drops when a refusal asked for one less than its interval ago: the edges
+// then keep a holder set without the put-back order, and turn its retries away with 409 although
+// it holds a use (the failure table's "a granted order retries through an edge that knows the
+// voucher sold out").
+func TestReconcilePutBackTellsHoldersChanged(t *testing.T) {
+	t.Skip("known gap, not fixed here: Reconcile puts orders back without Notifier.HoldersChanged")
+	ctx := context.Background()
+	f := newFakeEnv(voucher.Config{})
+	v := f.create(t, "F", 2, 1, true)
+	f.mustReserve(t, "F", "c1", "o1")
+	f.mustReserve(t, "F", "c2", "o2")
+	f.gate.lose("F", "o1") // a failover lost o1's take; a take that died then sold the use again
+	if res, err := f.gate.Reserve(ctx, v, "o9", voucher.Holder{CustomerID: "c9", ReservedAt: f.clock.Now(), Attempt: "dead"}); err != nil || res.Remaining != 0 {
+		t.Fatalf("hanging take: %+v %v", res, err)
+	}
+	f.clock.Advance(2 * time.Minute)
+	n := f.note.count()
+	rep, err := f.svc.Reconcile(ctx, "F", voucher.ReconcileConfig{Grace: time.Minute})
+	if err != nil || !slices.Equal(rep.PutBack, []string{"o1"}) || rep.RemainingAfter != 0 {
+		t.Fatalf("reconcile: %+v %v; want o1 put back, sold out", rep, err)
+	}
+	if told := f.note.since(n); !slices.Contains(told, "holders changed F") {
+		t.Errorf("told the edges %q after putting o1 back into a sold-out voucher; want holders changed", told)
+	}
+	f.check(t, "F", "o1", "o2")
+}
+
+// Warm says what the state is now: sold out at 0 uses left or fewer (a put-back may take
+// remaining below zero, and reserve.lua refuses then), as Reconcile and notify.Snapshot count
+// it. Warm tests remaining == 0, so a loaded voucher below zero is told BackInStock.
+func TestWarmBelowZeroTellsSoldOut(t *testing.T) {
+	t.Skip("known gap, not fixed here: Warm tells BackInStock when the gate's remaining is below zero")
+	ctx := context.Background()
+	f := newFakeEnv(voucher.Config{})
+	v := f.create(t, "F", 2, 1, true)
+	f.mustReserve(t, "F", "c1", "o1")
+	f.mustReserve(t, "F", "c2", "o2")
+	f.gate.lose("F", "o1")
+	if _, err := f.gate.Reserve(ctx, v, "o9", voucher.Holder{CustomerID: "c9", ReservedAt: f.clock.Now(), Attempt: "dead"}); err != nil {
+		t.Fatal(err)
+	}
+	if put, err := f.gate.PutBack(ctx, voucher.Redemption{VoucherCode: "F", CustomerID: "c1", OrderID: "o1", ReservedAt: f.clock.Now()}); err != nil || !put {
+		t.Fatalf("put back: %v %v", put, err)
+	}
+	n := f.note.count()
+	f.warm(t, "F") // the admin's warm-up of a loaded voucher, 1 use below zero
+	if remaining, _ := f.gate.state("F", ""); remaining != -1 {
+		t.Fatalf("remaining %d; want -1", remaining)
+	}
+	if told := f.note.since(n); !slices.Equal(told, []string{"sold out F"}) {
+		t.Errorf("told the edges %q with no use left; want sold out", told)
+	}
+}
