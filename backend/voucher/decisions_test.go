@@ -76,17 +76,8 @@ func TestNormalReservationDecisions(t *testing.T) {
 		{name: "order of another customer", total: 3, perUser: 1, want: voucher.ErrAlreadyUsed,
 			before: func(t *testing.T, f *fakeEnv) { f.commit(t, "N", "c2", "o1") }},
 		{name: "order redeemed on another voucher", total: 3, perUser: 1, want: voucher.ErrAlreadyUsed,
-			before: func(t *testing.T, f *fakeEnv) {
-				f.create(t, "M", 1, 1, false)
-				f.commit(t, "M", "c1", "o1")
-			}},
-		{name: "released order", total: 3, perUser: 1, want: voucher.ErrReleased,
-			before: func(t *testing.T, f *fakeEnv) {
-				f.commit(t, "N", "c1", "o1")
-				if _, err := f.svc.Release(context.Background(), "N", "o1"); err != nil {
-					t.Fatal(err)
-				}
-			}},
+			before: orderOnAnotherVoucher},
+		{name: "released order", total: 3, perUser: 1, want: voucher.ErrReleased, before: releasedBefore("N")},
 		{name: "lookup fails", total: 2, perUser: 1, want: voucher.ErrUnavailable,
 			before: func(t *testing.T, f *fakeEnv) { f.store.arm("Lookup", fault{err: errTimeout}) }},
 		{name: "write certainly not written", total: 2, perUser: 1, want: voucher.ErrUnavailable, writes: 1,
@@ -168,6 +159,22 @@ func TestNormalReservationDecisions(t *testing.T) {
 			}
 			f.check(t, "N", c.granted...)
 		})
+	}
+}
+
+// orderOnAnotherVoucher gives o1 of c1 an active row on the normal voucher M.
+func orderOnAnotherVoucher(t *testing.T, f *fakeEnv) {
+	f.create(t, "M", 1, 1, false)
+	f.commit(t, "M", "c1", "o1")
+}
+
+// releasedBefore has o1 of c1 granted on code, then released.
+func releasedBefore(code string) func(t *testing.T, f *fakeEnv) {
+	return func(t *testing.T, f *fakeEnv) {
+		f.mustReserve(t, code, "c1", "o1")
+		if _, err := f.svc.Release(context.Background(), code, "o1"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -813,6 +813,18 @@ func (f *fakeEnv) mustReserve(t testing.TB, code, customer, order string) vouche
 	return r
 }
 
+// hang takes a use in the gate for the customer's order as an attempt that then died would:
+// no row follows. It returns the holder.
+func (f *fakeEnv) hang(t testing.TB, code, customer, order string) voucher.Holder {
+	t.Helper()
+	h := voucher.Holder{CustomerID: customer, ReservedAt: f.clock.Now(), Attempt: "dead"}
+	res, err := f.gate.Reserve(context.Background(), f.store.voucherOf(code), order, h)
+	if err != nil || res.Outcome != voucher.GateReserved {
+		t.Errorf("hanging take of %s/%s: %+v %v", code, order, res, err)
+	}
+	return h
+}
+
 // check fails the test unless D1–D4 hold in the store and R1–R2 in the gate for code.
 func (f *fakeEnv) check(t testing.TB, code string, granted ...string) {
 	t.Helper()

@@ -16,14 +16,6 @@ import (
 // recounted, a voucher Redis lost loaded again; and tells the edges the state it leaves.
 func TestReconcileDecisions(t *testing.T) {
 	ctx := context.Background()
-	hang := func(t *testing.T, f *fakeEnv, order string) voucher.Holder { // an attempt that died after its take
-		t.Helper()
-		h := voucher.Holder{CustomerID: "c9", ReservedAt: f.clock.Now(), Attempt: "dead"}
-		if res, err := f.gate.Reserve(ctx, f.store.voucherOf("F"), order, h); err != nil || res.Outcome != voucher.GateReserved {
-			t.Fatalf("hanging take: %+v %v", res, err)
-		}
-		return h
-	}
 	cases := []struct {
 		name    string
 		code    string                         // F unless set: 4 uses, o1 and o2 granted
@@ -35,23 +27,23 @@ func TestReconcileDecisions(t *testing.T) {
 	}{
 		{name: "in step: nothing to do", rep: voucher.Reconciliation{RemainingBefore: 2, RemainingAfter: 2, Expected: 2}},
 		{name: "hanging order past the grace period: released",
-			before: func(t *testing.T, f *fakeEnv) { hang(t, f, "o9") },
+			before: func(t *testing.T, f *fakeEnv) { f.hang(t, "F", "c9", "o9") },
 			rep:    voucher.Reconciliation{Released: []string{"o9"}, RemainingBefore: 1, RemainingAfter: 2, Expected: 2, Drift: -1}},
 		{name: "hanging order within the grace period: in flight",
 			before: func(t *testing.T, f *fakeEnv) { // taken 30 s before the reconciliation
 				f.clock.Advance(90 * time.Second)
-				hang(t, f, "o9")
+				f.hang(t, "F", "c9", "o9")
 				f.clock.Advance(-90 * time.Second)
 			},
 			rep: voucher.Reconciliation{InFlight: 1, RemainingBefore: 1, RemainingAfter: 1, Expected: 2, Drift: -1}},
 		{name: "a newer attempt at a hanging order keeps its use",
 			before: func(t *testing.T, f *fakeEnv) {
-				old := hang(t, f, "o9")
+				old := f.hang(t, "F", "c9", "o9")
 				f.gate.hook = func(op, order string) { // between the read of holders and the give-back
 					if op == "Release" && order == "o9" {
 						f.gate.hook = nil
 						f.gate.lose("F", "o9")
-						hang(t, f, "o9")
+						f.hang(t, "F", "c9", "o9")
 						if h, _, _ := f.gate.Holding(ctx, "F", "o9"); h.Same(old) {
 							t.Errorf("the newer attempt has the old holder")
 						}
@@ -204,11 +196,8 @@ func TestWarmDecisions(t *testing.T) {
 				granted = append(granted, o)
 			}
 			f.warm(t, "F")
-			if c.twice { // a hanging take a load from the database would not have
-				h := voucher.Holder{CustomerID: "c9", ReservedAt: f.clock.Now(), Attempt: "dead"}
-				if _, err := f.gate.Reserve(context.Background(), f.store.voucherOf("F"), "o9", h); err != nil {
-					t.Fatal(err)
-				}
+			if c.twice {
+				f.hang(t, "F", "c9", "o9") // a take a load from the database would not have
 				f.warm(t, "F")
 			}
 			if remaining, _ := f.gate.state("F", ""); remaining != c.remaining {
@@ -315,14 +304,7 @@ func TestWarmUpcomingDecisions(t *testing.T) {
 func TestReconcilePutBackTellsHoldersChanged(t *testing.T) {
 	t.Skip("known gap, not fixed here: Reconcile puts orders back without Notifier.HoldersChanged")
 	ctx := context.Background()
-	f := newFakeEnv(voucher.Config{})
-	v := f.create(t, "F", 2, 1, true)
-	f.mustReserve(t, "F", "c1", "o1")
-	f.mustReserve(t, "F", "c2", "o2")
-	f.gate.lose("F", "o1") // a failover lost o1's take; a take that died then sold the use again
-	if res, err := f.gate.Reserve(ctx, v, "o9", voucher.Holder{CustomerID: "c9", ReservedAt: f.clock.Now(), Attempt: "dead"}); err != nil || res.Remaining != 0 {
-		t.Fatalf("hanging take: %+v %v", res, err)
-	}
+	f := soldOutWithALostOrder(t)
 	f.clock.Advance(2 * time.Minute)
 	n := f.note.count()
 	rep, err := f.svc.Reconcile(ctx, "F", voucher.ReconcileConfig{Grace: time.Minute})
@@ -335,20 +317,25 @@ func TestReconcilePutBackTellsHoldersChanged(t *testing.T) {
 	f.check(t, "F", "o1", "o2")
 }
 
+// soldOutWithALostOrder is F of 2 uses granted to o1 and o2, sold out in the gate to o2 and
+// o9: a failover lost o1's take, and an attempt that then died took that use again.
+func soldOutWithALostOrder(t *testing.T) *fakeEnv {
+	f := newFakeEnv(voucher.Config{})
+	f.create(t, "F", 2, 1, true)
+	f.mustReserve(t, "F", "c1", "o1")
+	f.mustReserve(t, "F", "c2", "o2")
+	f.gate.lose("F", "o1")
+	f.hang(t, "F", "c9", "o9")
+	return f
+}
+
 // Warm says what the state is now: sold out at 0 uses left or fewer (a put-back may take
 // remaining below zero, and reserve.lua refuses then), as Reconcile and notify.Snapshot count
 // it. Warm tests remaining == 0, so a loaded voucher below zero is told BackInStock.
 func TestWarmBelowZeroTellsSoldOut(t *testing.T) {
 	t.Skip("known gap, not fixed here: Warm tells BackInStock when the gate's remaining is below zero")
 	ctx := context.Background()
-	f := newFakeEnv(voucher.Config{})
-	v := f.create(t, "F", 2, 1, true)
-	f.mustReserve(t, "F", "c1", "o1")
-	f.mustReserve(t, "F", "c2", "o2")
-	f.gate.lose("F", "o1")
-	if _, err := f.gate.Reserve(ctx, v, "o9", voucher.Holder{CustomerID: "c9", ReservedAt: f.clock.Now(), Attempt: "dead"}); err != nil {
-		t.Fatal(err)
-	}
+	f := soldOutWithALostOrder(t)
 	if put, err := f.gate.PutBack(ctx, voucher.Redemption{VoucherCode: "F", CustomerID: "c1", OrderID: "o1", ReservedAt: f.clock.Now()}); err != nil || !put {
 		t.Fatalf("put back: %v %v", put, err)
 	}

@@ -32,17 +32,9 @@ func TestFlashWriteFailureCompensatesOnlyWhatWasNotWritten(t *testing.T) {
 			before: func(t *testing.T, f *fakeEnv) { f.store.arm("ReserveMany", fault{err: errRefused}) },
 			told:   []string{"sold out F", "back in stock F"}},
 		{name: "order redeemed on another voucher: refused, given back", total: 2, remaining: 2, want: voucher.ErrAlreadyUsed,
-			before: func(t *testing.T, f *fakeEnv) {
-				f.create(t, "M", 1, 1, false)
-				f.commit(t, "M", "c1", "o1")
-			}},
+			before: orderOnAnotherVoucher},
 		{name: "order released before: refused, given back", total: 2, remaining: 2, want: voucher.ErrReleased,
-			before: func(t *testing.T, f *fakeEnv) {
-				f.mustReserve(t, "F", "c1", "o1")
-				if _, err := f.svc.Release(context.Background(), "F", "o1"); err != nil {
-					t.Fatal(err)
-				}
-			}},
+			before: releasedBefore("F")},
 		{name: "outcome unknown, nothing committed: left held", total: 2, remaining: 1, want: voucher.ErrUnavailable, held: true,
 			before: func(t *testing.T, f *fakeEnv) { f.store.arm("ReserveMany", fault{err: errCut}) }},
 		{name: "outcome unknown, committed: answered from the row", total: 2, remaining: 1, held: true, row: true, granted: []string{"o1"},
@@ -54,8 +46,7 @@ func TestFlashWriteFailureCompensatesOnlyWhatWasNotWritten(t *testing.T) {
 			}},
 		{name: "refused and the read back fails: left held", total: 2, remaining: 1, want: voucher.ErrUnavailable, held: true,
 			before: func(t *testing.T, f *fakeEnv) {
-				f.create(t, "M", 1, 1, false)
-				f.commit(t, "M", "c1", "o1")
+				orderOnAnotherVoucher(t, f)
 				f.store.arm("Redemption", fault{err: errTimeout})
 			}},
 		{name: "the give-back fails: left held", total: 2, remaining: 1, want: voucher.ErrUnavailable, held: true,
@@ -175,56 +166,50 @@ func holdFirstWrite(f *fakeEnv, order string) *inFlight {
 }
 
 // A retry that finds its order held in the gate while the first attempt is still writing does
-// not answer before the row is committed (D4); then it answers the same 201, and no second use
-// is taken.
-func TestRetryInFlightWaitsForTheFirstAttemptsRow(t *testing.T) {
-	f := newFakeEnv(voucher.Config{InFlightWait: time.Minute})
-	f.create(t, "F", 2, 1, true)
-	f.warm(t, "F")
-	w := holdFirstWrite(f, "o1")
-	first := f.reserveAsync("F", "c1", "o1")
-	<-w.writing
-	retry := f.reserveAsync("F", "c1", "o1")
-	<-w.polling // o1 is held, its row not written
-	select {
-	case a := <-retry:
-		t.Fatalf("the retry answered %+v %v before the first attempt's row was committed", a.r, a.err)
-	default:
+// not answer before the row is committed (D4). Then it answers the same 201; or, if the first
+// write certainly failed and gave its use back, it takes a use anew and is granted while the
+// first attempt answers 503. Either way one use is taken.
+func TestRetryInFlightWaitsForTheFirstAttemptsOutcome(t *testing.T) {
+	cases := []struct {
+		name       string
+		firstWrite error // the first attempt's write fails with it
+		firstWant  error
+	}{
+		{name: "the first attempt commits: the same 201"},
+		{name: "the first attempt gives its use back: the retry takes anew", firstWrite: errRefused, firstWant: voucher.ErrUnavailable},
 	}
-	close(w.commit)
-	a, b := <-first, <-retry
-	if a.err != nil || b.err != nil || a.r != b.r {
-		t.Fatalf("first %+v %v, retry %+v %v; want the same 201", a.r, a.err, b.r, b.err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeEnv(voucher.Config{InFlightWait: time.Minute})
+			f.create(t, "F", 2, 1, true)
+			f.warm(t, "F")
+			w := holdFirstWrite(f, "o1")
+			if c.firstWrite != nil {
+				f.store.arm("ReserveMany", fault{err: c.firstWrite}) // taken by the first write once it goes on
+			}
+			first := f.reserveAsync("F", "c1", "o1")
+			<-w.writing
+			retry := f.reserveAsync("F", "c1", "o1")
+			<-w.polling // o1 is held, its row not written
+			select {
+			case a := <-retry:
+				t.Fatalf("the retry answered %+v %v before the first attempt's outcome", a.r, a.err)
+			default:
+			}
+			close(w.commit)
+			a, b := <-first, <-retry
+			if !errors.Is(a.err, c.firstWant) || (c.firstWant == nil && a.r.OrderID != "o1") {
+				t.Errorf("first attempt: %+v %v; want %v", a.r, a.err, c.firstWant)
+			}
+			if row, _ := f.store.row("o1"); b.err != nil || b.r != row {
+				t.Fatalf("retry: %+v %v; want 201 with the row %+v", b.r, b.err, row)
+			}
+			if remaining, held := f.gate.state("F", "o1"); !held || remaining != 1 {
+				t.Errorf("gate: o1 held %v, %d left; want held once, 1 left", held, remaining)
+			}
+			f.check(t, "F", "o1")
+		})
 	}
-	if remaining, held := f.gate.state("F", "o1"); !held || remaining != 1 {
-		t.Errorf("gate: o1 held %v, %d left; want held once, 1 left", held, remaining)
-	}
-	f.check(t, "F", "o1")
-}
-
-// The first attempt's write certainly fails and it gives its use back: the waiting retry takes
-// a use anew and is granted; the first attempt answers 503.
-func TestRetryInFlightTakesAnewWhenTheFirstAttemptGaveBack(t *testing.T) {
-	f := newFakeEnv(voucher.Config{InFlightWait: time.Minute})
-	f.create(t, "F", 2, 1, true)
-	f.warm(t, "F")
-	w := holdFirstWrite(f, "o1")
-	f.store.arm("ReserveMany", fault{err: errRefused}) // the first write, once it goes on
-	first := f.reserveAsync("F", "c1", "o1")
-	<-w.writing
-	retry := f.reserveAsync("F", "c1", "o1")
-	<-w.polling
-	close(w.commit)
-	if a := <-first; !errors.Is(a.err, voucher.ErrUnavailable) {
-		t.Errorf("first attempt: %+v %v; want ErrUnavailable", a.r, a.err)
-	}
-	if b := <-retry; b.err != nil || b.r.OrderID != "o1" {
-		t.Fatalf("retry: %+v %v; want 201", b.r, b.err)
-	}
-	if remaining, held := f.gate.state("F", "o1"); !held || remaining != 1 {
-		t.Errorf("gate: o1 held %v, %d left; want held once, 1 left", held, remaining)
-	}
-	f.check(t, "F", "o1")
 }
 
 // A retry that cannot learn the first attempt's outcome in time answers 503 and takes no use.
@@ -266,12 +251,9 @@ func TestRetryOfAHoldWithNoRow(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFakeEnv(voucher.Config{DBTimeout: 200 * time.Millisecond, InFlightWait: time.Nanosecond})
-			v := f.create(t, "F", 1, 1, true)
+			f.create(t, "F", 1, 1, true)
 			f.warm(t, "F")
-			dead := voucher.Holder{CustomerID: "c1", ReservedAt: f.clock.Now(), Attempt: "dead"}
-			if res, err := f.gate.Reserve(context.Background(), v, "o1", dead); err != nil || res.Outcome != voucher.GateReserved {
-				t.Fatalf("the dead attempt's take: %+v %v", res, err)
-			}
+			f.hang(t, "F", "c1", "o1") // o1's first attempt died after its take
 			f.clock.Advance(c.age)
 			if c.releaseFail {
 				f.gate.arm("Release", fault{err: errTimeout})
