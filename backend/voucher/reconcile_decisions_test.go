@@ -21,7 +21,7 @@ func TestReconcileDecisions(t *testing.T) {
 		code    string                         // F unless set: 4 uses, o1 and o2 granted
 		before  func(t *testing.T, f *fakeEnv) // then the clock moves on 2 minutes past a grace of 1
 		want    error
-		rep     voucher.Reconciliation // Code, Released and PutBack default to F, none, none
+		rep     voucher.Reconciliation // Code F unless set
 		granted []string               // o1, o2 unless set
 		told    []string
 	}{
@@ -108,8 +108,6 @@ func TestReconcileDecisions(t *testing.T) {
 			}
 			want := c.rep
 			want.Code = or(want.Code, "F")
-			want.Released = or2(want.Released)
-			want.PutBack = or2(want.PutBack)
 			if !equalReports(rep, want) {
 				t.Errorf("reconciled %+v; want %+v", rep, want)
 			}
@@ -121,13 +119,7 @@ func TestReconcileDecisions(t *testing.T) {
 	}
 }
 
-func or2(list []string) []string {
-	if list == nil {
-		return []string{}
-	}
-	return list
-}
-
+// orSlice is list, or otherwise when list is nil.
 func orSlice(list, otherwise []string) []string {
 	if list == nil {
 		return otherwise
@@ -135,6 +127,7 @@ func orSlice(list, otherwise []string) []string {
 	return list
 }
 
+// equalReports compares reports, the order of Released and PutBack aside.
 func equalReports(a, b voucher.Reconciliation) bool {
 	slices.Sort(a.Released)
 	slices.Sort(a.PutBack)
