@@ -81,16 +81,16 @@ func TestNormalReservationDecisions(t *testing.T) {
 		{name: "lookup fails", total: 2, perUser: 1, want: voucher.ErrUnavailable,
 			before: func(t *testing.T, f *fakeEnv) { f.store.arm("Lookup", fault{err: errTimeout}) }},
 		{name: "write certainly not written", total: 2, perUser: 1, want: voucher.ErrUnavailable, writes: 1,
-			before: func(t *testing.T, f *fakeEnv) { f.store.arm("Reserve", fault{err: errRefused}) }},
+			before: func(t *testing.T, f *fakeEnv) { f.store.arm("ReserveMany", fault{err: errRefused}) }},
 		{name: "write outcome unknown, nothing committed", total: 2, perUser: 1, want: voucher.ErrUnavailable, writes: 1,
-			before: func(t *testing.T, f *fakeEnv) { f.store.arm("Reserve", fault{err: errCut}) }},
+			before: func(t *testing.T, f *fakeEnv) { f.store.arm("ReserveMany", fault{err: errCut}) }},
 		{name: "write outcome unknown, committed", total: 2, perUser: 1, want: voucher.ErrUnavailable, writes: 1,
-			before:  func(t *testing.T, f *fakeEnv) { f.store.arm("Reserve", fault{err: errCut, commit: true}) },
+			before:  func(t *testing.T, f *fakeEnv) { f.store.arm("ReserveMany", fault{err: errCut, commit: true}) },
 			granted: []string{"o1"}},
 		{name: "another order took the last use after the lookup", total: 1, perUser: 1, want: voucher.ErrOutOfStock, writes: 1,
 			before: func(t *testing.T, f *fakeEnv) {
 				f.store.hook = func(op string, _ []string) {
-					if op == "Reserve" {
+					if op == "ReserveMany" {
 						f.commit(t, "N", "c2", "o2")
 					}
 				}
@@ -98,7 +98,7 @@ func TestNormalReservationDecisions(t *testing.T) {
 		{name: "a refusal whose read back fails", total: 1, perUser: 1, want: voucher.ErrUnavailable, writes: 1,
 			before: func(t *testing.T, f *fakeEnv) {
 				f.store.hook = func(op string, _ []string) {
-					if op == "Reserve" {
+					if op == "ReserveMany" {
 						f.commit(t, "N", "c2", "o2")
 						f.store.arm("Redemption", fault{err: errTimeout})
 					}
@@ -148,8 +148,8 @@ func TestNormalReservationDecisions(t *testing.T) {
 					t.Errorf("answered %+v; want o1 of c1 RESERVED with discount %d, held 10m", r, c.discount)
 				}
 			}
-			if seen.count("Reserve") != c.writes {
-				t.Errorf("%d writes; want %d", seen.count("Reserve"), c.writes)
+			if seen.count("ReserveMany") != c.writes {
+				t.Errorf("%d writes; want %d", seen.count("ReserveMany"), c.writes)
 			}
 			if c.noLookup && seen.count("Redemption")+seen.count("Lookup") > 0 {
 				t.Errorf("the order was looked up before the voucher opened")
@@ -182,7 +182,7 @@ func releasedBefore(code string) func(t *testing.T, f *fakeEnv) {
 func sameOrderCommitsFirst(t *testing.T, f *fakeEnv) {
 	var once sync.Once
 	f.store.hook = func(op string, _ []string) {
-		if op == "Reserve" {
+		if op == "ReserveMany" {
 			once.Do(func() { f.commit(t, "N", "c1", "o1") })
 		}
 	}

@@ -110,6 +110,11 @@ func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig
 	case recount.Before <= 0:
 		s.notify.BackInStock(code) // the recount found uses a sold-out voucher had lost
 	}
+	if len(rep.PutBack) > 0 {
+		// a sold-out state published without them must be published again, as keepHeld does:
+		// their retries would be turned away at the edges although they hold a use
+		s.notify.HoldersChanged(code)
+	}
 	if abs(rep.Drift) > rc.DriftAlert || rep.Recounted {
 		s.cfg.Log.Warn("redis drifted from the database", "code", code, "drift", rep.Drift,
 			"released", len(rep.Released), "putBack", len(rep.PutBack), "recounted", rep.Recounted)

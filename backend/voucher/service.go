@@ -122,7 +122,7 @@ func (s *Service) Warm(ctx context.Context, code string) error {
 		s.keepHeld(ctx, code, again)
 		// The state before the load is unknown (Redis may have lost a sell-out or a release):
 		// say what it is now.
-		if remaining == 0 {
+		if remaining <= 0 { // below zero: a put-back took a use Redis had sold again
 			s.notify.SoldOut(code)
 		} else {
 			s.notify.BackInStock(code)
