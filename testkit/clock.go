@@ -35,3 +35,24 @@ func (c *ManualClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
 }
+
+// OffsetClock is the wall clock plus an offset that tests advance, so holds expire and grace
+// periods pass without sleeping. Safe for concurrent use.
+type OffsetClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// Now returns the wall clock plus the offset.
+func (c *OffsetClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock forward by d.
+func (c *OffsetClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}

@@ -12,10 +12,11 @@ import (
 	"vouchergate/backend/voucher"
 	"vouchergate/shared/keys"
 	"vouchergate/shared/wire"
+	"vouchergate/testkit"
 )
 
-func startWithClock(t *testing.T) (*backendtest.Backend, *backendtest.Clock) {
-	clock := &backendtest.Clock{}
+func startWithClock(t *testing.T) (*backendtest.Backend, *testkit.OffsetClock) {
+	clock := &testkit.OffsetClock{}
 	return backendtest.Start(t, backendtest.Config(t), app.WithClock(clock)), clock
 }
 
@@ -70,7 +71,7 @@ func TestExpiryReleasesUnconfirmedHolds(t *testing.T) {
 // Several backends expiring at once while clients confirm: each hold ends CONFIRMED or
 // RELEASED, never both, and is counted once.
 func TestExpiryOnSeveralBackendsRacingConfirms(t *testing.T) {
-	clock := &backendtest.Clock{}
+	clock := &testkit.OffsetClock{}
 	cfg := backendtest.Config(t)
 	b1 := backendtest.Start(t, cfg, app.WithClock(clock))
 	b2 := backendtest.Start(t, cfg, app.WithClock(clock))

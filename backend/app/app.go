@@ -25,6 +25,7 @@ import (
 	"vouchergate/backend/quota"
 	"vouchergate/backend/store"
 	"vouchergate/backend/voucher"
+	"vouchergate/shared/clock"
 	"vouchergate/shared/config"
 	"vouchergate/shared/events"
 	"vouchergate/shared/keys"
@@ -56,12 +57,12 @@ type App struct {
 type Option func(*options)
 
 type options struct {
-	clock interface{ Now() time.Time } // nil: the wall clock
+	clock clock.Clock // nil: the wall clock
 }
 
 // WithClock makes the services, vouchers and quotas alike, tell time from clock.
-func WithClock(clock interface{ Now() time.Time }) Option {
-	return func(o *options) { o.clock = clock }
+func WithClock(c clock.Clock) Option {
+	return func(o *options) { o.clock = c }
 }
 
 // New connects to the stores, applies migrations and builds the server. It fails if the

@@ -28,7 +28,7 @@ func TestBackendKilledMidSale(t *testing.T) {
 	// Its grace is an hour on a clock the test moves, so a reconciliation within the grace is
 	// certainly within it, however slow the machine.
 	cfg.ReconcileGrace = time.Hour
-	clock := &backendtest.Clock{}
+	clock := &testkit.OffsetClock{}
 	checker := backendtest.Start(t, cfg, app.WithClock(clock))
 	createFlash(t, checker, code, total, 2)
 	for _, sql := range []string{

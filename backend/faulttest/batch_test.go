@@ -22,7 +22,7 @@ func TestGroupCommitOnTwoBackends(t *testing.T) {
 		t.Run("per customer "+itoa(perUser), func(t *testing.T) {
 			cfg := backendtest.Config(t)
 			cfg.DBTimeout, cfg.InFlightWait = 2*time.Second, time.Second
-			clock := &backendtest.Clock{}
+			clock := &testkit.OffsetClock{}
 			b1 := backendtest.Start(t, cfg, app.WithClock(clock))
 			b2 := backendtest.Start(t, cfg, app.WithClock(clock))
 			clients := []*client{newClient(t, b1.URL), newClient(t, b2.URL)}

@@ -12,6 +12,7 @@ import (
 	"vouchergate/backend/app"
 	"vouchergate/backend/backendtest"
 	"vouchergate/shared/wire"
+	"vouchergate/testkit"
 )
 
 // Holds expire while their customers confirm them. Two backends share one database, Redis and
@@ -23,7 +24,7 @@ import (
 // the released rows, used_count agrees: D1), and Redis gave back exactly the released orders:
 // before any reconciliation it holds exactly the confirmed ones.
 func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
-	clock := &backendtest.Clock{}
+	clock := &testkit.OffsetClock{}
 	cfg := backendtest.Config(t)
 	cfg.HoldTTL = 10 * time.Minute
 	a := backendtest.Start(t, cfg, app.WithClock(clock))

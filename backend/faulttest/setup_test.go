@@ -13,6 +13,7 @@ import (
 	"vouchergate/backend/backendtest"
 	"vouchergate/shared/config"
 	"vouchergate/shared/wire"
+	"vouchergate/testkit"
 )
 
 // reconcile runs POST /admin/reconcile?code= and returns the voucher's report.
@@ -77,14 +78,14 @@ func retryGranted(t *testing.T, c *client, code string, granted []string, custom
 // whose outcome is unknown (its write cut, its Redis reply lost) is taken for stale after
 // 2×DBTimeout, and a retry waits InFlightWait for its first attempt, so sales converge in
 // seconds after a fault.
-func startBackend(t *testing.T, edit func(*config.Backend)) (*backendtest.Backend, *backendtest.Clock, *client) {
+func startBackend(t *testing.T, edit func(*config.Backend)) (*backendtest.Backend, *testkit.OffsetClock, *client) {
 	t.Helper()
 	cfg := backendtest.Config(t)
 	cfg.DBTimeout, cfg.InFlightWait = 2*time.Second, time.Second
 	if edit != nil {
 		edit(&cfg)
 	}
-	clock := &backendtest.Clock{}
+	clock := &testkit.OffsetClock{}
 	b := backendtest.Start(t, cfg, app.WithClock(clock))
 	return b, clock, newClient(t, b.URL)
 }
@@ -100,7 +101,7 @@ func createFlash(t *testing.T, b *backendtest.Backend, code string, total, perUs
 // (advancing the clock), checks D1–D4 and R1–R2 and that Redis equals the database, sells the
 // rest of the voucher (exactly its remaining uses), checks again, and retries every granted
 // order. It returns the reconciliation's report.
-func finish(t *testing.T, b *backendtest.Backend, clock *backendtest.Clock, c *client, code string, granted []string, customerOf map[string]string) wire.Reconciliation {
+func finish(t *testing.T, b *backendtest.Backend, clock *testkit.OffsetClock, c *client, code string, granted []string, customerOf map[string]string) wire.Reconciliation {
 	t.Helper()
 	clock.Advance(b.Config.ReconcileGrace + time.Minute)
 	rep := reconcile(t, c, code)

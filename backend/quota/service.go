@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
 
+	"vouchergate/shared/clock"
 	"vouchergate/shared/events"
 	"vouchergate/shared/keys"
 )
@@ -39,7 +40,7 @@ type Config struct {
 	// UndoTimeout bounds giving back a refused deduct's steps, which goes on after the
 	// request's context ended (2s).
 	UndoTimeout time.Duration
-	Clock       Clock // the wall clock
+	Clock       clock.Clock // the wall clock
 	Log         *slog.Logger
 }
 
@@ -88,7 +89,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		cfg.UndoTimeout = 2 * time.Second
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = SystemClock{}
+		cfg.Clock = clock.System{}
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"vouchergate/backend/backendtest"
 	"vouchergate/backend/voucher"
+	"vouchergate/testkit"
 )
 
 // Failures the fakes can be told to return.
@@ -64,11 +64,11 @@ type fakeEnv struct {
 	store *fakeStore
 	gate  *fakeGate
 	note  *recorder
-	clock *backendtest.Clock
+	clock *testkit.OffsetClock
 }
 
 func newFakeEnv(cfg voucher.Config) *fakeEnv {
-	f := &fakeEnv{store: newFakeStore(), gate: newFakeGate(), note: &recorder{}, clock: &backendtest.Clock{}}
+	f := &fakeEnv{store: newFakeStore(), gate: newFakeGate(), note: &recorder{}, clock: &testkit.OffsetClock{}}
 	cfg.Clock = f.clock
 	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.cfg = cfg

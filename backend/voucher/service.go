@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"vouchergate/shared/clock"
 	"vouchergate/shared/events"
 )
 
@@ -18,7 +19,7 @@ type Config struct {
 	HoldTTL      time.Duration // how long a reservation is held unless confirmed (15m)
 	DBTimeout    time.Duration // bound on one database write after the gate said yes (2s)
 	InFlightWait time.Duration // how long a retry waits for its first attempt's outcome (1s)
-	Clock        Clock         // the wall clock
+	Clock        clock.Clock   // the wall clock
 	Log          *slog.Logger
 }
 
@@ -47,7 +48,7 @@ func NewService(store Store, gate Gate, notify Notifier, cfg Config) *Service {
 		cfg.InFlightWait = time.Second
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = SystemClock{}
+		cfg.Clock = clock.System{}
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()

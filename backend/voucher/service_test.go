@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"vouchergate/backend/backendtest"
 	"vouchergate/backend/gate"
 	"vouchergate/backend/store"
 	"vouchergate/backend/voucher"
@@ -26,7 +25,7 @@ type env struct {
 	gate  *gate.Gate
 	pool  *pgxpool.Pool
 	rdb   *redis.Client
-	clock *backendtest.Clock
+	clock *testkit.OffsetClock
 	note  *recorder
 	keys  func(code string) keys.Voucher
 }
@@ -47,7 +46,7 @@ func newEnv(t *testing.T, cfg voucher.Config, wrap func(voucher.Store) voucher.S
 	rdb := testkit.Redis(t)
 	prefix := testkit.RedisPrefix(t)
 	e := &env{store: store.New(pool), gate: gate.New(rdb, prefix), pool: pool, rdb: rdb,
-		clock: &backendtest.Clock{}, note: &recorder{},
+		clock: &testkit.OffsetClock{}, note: &recorder{},
 		keys: func(code string) keys.Voucher { return keys.ForVoucher(prefix, code) }}
 	var st voucher.Store = e.store
 	if wrap != nil {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"vouchergate/backend/backendtest"
 	"vouchergate/backend/voucher"
+	"vouchergate/testkit"
 )
 
 // slowStore is the real store with time passing (on the service's clock, without sleeping)
@@ -16,7 +16,7 @@ import (
 // It records every write that committed after its hold had gone stale.
 type slowStore struct {
 	voucher.Store
-	clock             *backendtest.Clock
+	clock             *testkit.OffsetClock
 	warmTakes, writes time.Duration
 	staleAfter        time.Duration
 

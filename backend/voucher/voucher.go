@@ -73,12 +73,3 @@ type Stats struct {
 	ByStatus       map[string]int
 	RedisRemaining *int64 // flash vouchers loaded in Redis only
 }
-
-// Clock tells the time; tests freeze and advance it.
-type Clock interface{ Now() time.Time }
-
-// SystemClock is the wall clock.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
