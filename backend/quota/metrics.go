@@ -47,23 +47,23 @@ func (s *Service) Metrics() Metrics {
 // only add to an atomic, and Service.Metrics and /metrics read the same numbers.
 func (c *metrics) collectors() []prometheus.Collector {
 	counter := func(name, help string, v *atomic.Uint64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "vouchergate", Subsystem: "quota",
-			Name: name, Help: help}, func() float64 { return float64(v.Load()) })
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(v.Load()) })
 	}
 	return []prometheus.Collector{
-		counter("deducts_total", "Quota deduct calls that passed validation.", &c.deducts),
-		counter("deducts_taken_total", "Quota deducts answered with counters (first answers and replays).", &c.taken),
-		counter("steps_replayed_total", "Identity steps of a deduct answered from an earlier attempt's record.", &c.replayed),
-		counter("deducts_exceeded_total", "Quota deducts refused because a counter had no room.", &c.exceeded),
-		counter("deducts_rolled_back_total", "Quota deducts refused because their idemKey was rolled back.", &c.rolledBack),
-		counter("deducts_key_reused_total", "Quota deducts refused because their idemKey took other items.", &c.reused),
-		counter("rollbacks_total", "Quota rollback calls that passed validation.", &c.rollbacks),
-		counter("given_back_total", "Amounts quota rollbacks returned, summed over counters.", &c.givenBack),
-		counter("unavailable_total", "Quota deduct, rollback and usage calls that failed because Redis could not be used.", &c.unavailable),
-		counter("undo_failed_total", "Steps a refused deduct held but could not give back; they stay until retried or rolled back.", &c.undoFailed),
-		counter("rule_loads_total", "Successful loads of every quota rule.", &c.ruleLoads),
-		counter("rule_load_errors_total", "Failed loads of the quota rules; the rules held stay in use.", &c.ruleErrors),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "vouchergate", Subsystem: "quota",
-			Name: "rules", Help: "Quota rules held now."}, func() float64 { return float64(c.rules.Load()) }),
+		counter("vouchergate_quota_deducts_total", "Quota deduct calls that passed validation.", &c.deducts),
+		counter("vouchergate_quota_deducts_taken_total", "Quota deducts answered with counters (first answers and replays).", &c.taken),
+		counter("vouchergate_quota_steps_replayed_total", "Identity steps of a deduct answered from an earlier attempt's record.", &c.replayed),
+		counter("vouchergate_quota_deducts_exceeded_total", "Quota deducts refused because a counter had no room.", &c.exceeded),
+		counter("vouchergate_quota_deducts_rolled_back_total", "Quota deducts refused because their idemKey was rolled back.", &c.rolledBack),
+		counter("vouchergate_quota_deducts_key_reused_total", "Quota deducts refused because their idemKey took other items.", &c.reused),
+		counter("vouchergate_quota_rollbacks_total", "Quota rollback calls that passed validation.", &c.rollbacks),
+		counter("vouchergate_quota_given_back_total", "Amounts quota rollbacks returned, summed over counters.", &c.givenBack),
+		counter("vouchergate_quota_unavailable_total", "Quota deduct, rollback and usage calls that failed because Redis could not be used.", &c.unavailable),
+		counter("vouchergate_quota_undo_failed_total", "Steps a refused deduct held but could not give back; they stay until retried or rolled back.", &c.undoFailed),
+		counter("vouchergate_quota_rule_loads_total", "Successful loads of every quota rule.", &c.ruleLoads),
+		counter("vouchergate_quota_rule_load_errors_total", "Failed loads of the quota rules; the rules held stay in use.", &c.ruleErrors),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vouchergate_quota_rules", Help: "Quota rules held now."},
+			func() float64 { return float64(c.rules.Load()) }),
 	}
 }
