@@ -11,12 +11,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
-	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"vouchergate/backend/quota"
 	"vouchergate/backend/voucher"
+	"vouchergate/shared/metrics"
 	"vouchergate/shared/wire"
 )
 
@@ -66,7 +65,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{vouchers: opts.Vouchers, quotas: opts.Quotas, opts: opts, log: opts.Log, readDeduct: readDeduct}
 	if opts.Metrics != nil {
-		s.metrics = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}))
+		s.metrics = metrics.Handler(opts.Metrics)
 	}
 	return s
 }

@@ -100,9 +100,9 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	if a.notifier, err = notify.New(a.NATS, events.Names{Prefix: cfg.NATSPrefix}, a.Gate, cfg.SoldOutEvery, a.log); err != nil {
 		return nil, err
 	}
+	a.Metrics = prometheus.NewRegistry() // the jobs' and the quota service's numbers, served at /metrics
 	vcfg, qcfg := a.serviceConfigs(opts)
 	a.Vouchers = voucher.NewService(a.Store, a.Gate, a.notifier, vcfg)
-	a.Metrics = prometheus.NewRegistry()
 	a.Jobs = jobs.New(a.Vouchers, jobs.Settings{
 		ExpireEvery: cfg.ExpireEvery, ReconcileEvery: cfg.ReconcileEvery,
 		WarmupEvery: cfg.WarmupEvery, WarmupAhead: cfg.WarmupAhead,
@@ -132,7 +132,7 @@ func (a *App) serviceConfigs(opts []Option) (voucher.Config, quota.Config) {
 	vcfg := voucher.Config{HoldTTL: cfg.HoldTTL, DBTimeout: cfg.DBTimeout, InFlightWait: cfg.InFlightWait, Log: a.log}
 	qcfg := quota.Config{Redis: a.Redis, DB: a.Pool, NATS: a.NATS,
 		KeyPrefix: cfg.RedisPrefix, NATSPrefix: cfg.NATSPrefix, IdemTTL: cfg.QuotaIdemTTL,
-		RefreshEvery: cfg.QuotaRefreshEvery, Log: a.log}
+		RefreshEvery: cfg.QuotaRefreshEvery, Metrics: a.Metrics, Log: a.log}
 	if o.clock != nil {
 		vcfg.Clock, qcfg.Clock = o.clock, o.clock
 	}

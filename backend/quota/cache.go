@@ -12,16 +12,16 @@ import (
 // NATS message after a change on any backend, or a change made here) and every refresh period
 // as a backstop for lost messages, so a change is seen within seconds everywhere.
 type ruleCache struct {
-	store *ruleStore
-	log   *slog.Logger
-	set   atomic.Pointer[ruleSet]
-	kick  chan struct{}
-	mu    sync.Mutex // one reload at a time, so an older read never replaces a newer one
-	stats *stats
+	store   *ruleStore
+	log     *slog.Logger
+	set     atomic.Pointer[ruleSet]
+	kick    chan struct{}
+	mu      sync.Mutex // one reload at a time, so an older read never replaces a newer one
+	metrics *metrics
 }
 
-func newRuleCache(store *ruleStore, log *slog.Logger, st *stats) *ruleCache {
-	c := &ruleCache{store: store, log: log, kick: make(chan struct{}, 1), stats: st}
+func newRuleCache(store *ruleStore, log *slog.Logger, m *metrics) *ruleCache {
+	c := &ruleCache{store: store, log: log, kick: make(chan struct{}, 1), metrics: m}
 	c.set.Store(newRuleSet(nil))
 	return c
 }
@@ -33,12 +33,12 @@ func (c *ruleCache) reload(ctx context.Context) error {
 	defer c.mu.Unlock()
 	rules, err := c.store.all(ctx)
 	if err != nil {
-		c.stats.ruleErrors.Add(1)
+		c.metrics.ruleErrors.Add(1)
 		return err
 	}
 	c.set.Store(newRuleSet(rules))
-	c.stats.ruleLoads.Add(1)
-	c.stats.rules.Store(uint64(len(rules)))
+	c.metrics.ruleLoads.Add(1)
+	c.metrics.rules.Store(uint64(len(rules)))
 	return nil
 }
 

@@ -40,19 +40,19 @@ func (s *Service) Deduct(ctx context.Context, bizID int64, idemKey string, items
 	if err := validateDeduct(bizID, idemKey, items); err != nil {
 		return DeductResult{}, err
 	}
-	s.stats.deducts.Add(1)
+	s.metrics.deducts.Add(1)
 	res, err := s.deduct(ctx, bizID, idemKey, items)
 	switch {
 	case err == nil:
-		s.stats.taken.Add(1)
+		s.metrics.taken.Add(1)
 	case errors.Is(err, ErrUnavailable):
-		s.stats.unavailable.Add(1)
+		s.metrics.unavailable.Add(1)
 	case errors.Is(err, ErrQuotaExceeded):
-		s.stats.exceeded.Add(1)
+		s.metrics.exceeded.Add(1)
 	case errors.Is(err, ErrRolledBack):
-		s.stats.rolledBack.Add(1)
+		s.metrics.rolledBack.Add(1)
 	case errors.Is(err, ErrIdemKeyReused):
-		s.stats.reused.Add(1)
+		s.metrics.reused.Add(1)
 	}
 	return res, err
 }
@@ -116,7 +116,7 @@ func (s *Service) refused(idemKey string, steps []step, results []stepResult, i 
 	r := &results[i]
 	switch r.status {
 	case stepReplayed:
-		s.stats.replayed.Add(1)
+		s.metrics.replayed.Add(1)
 	case stepFull:
 		st := &steps[i]
 		c := &st.counters[r.full]
@@ -166,7 +166,7 @@ func (s *Service) abandon(ctx context.Context, reqKey string, gen int64, steps [
 		}
 		if err := s.gate.undo(ctx, &steps[i], &results[i], idemKey, attempt); err != nil {
 			kept++
-			s.stats.undoFailed.Add(1)
+			s.metrics.undoFailed.Add(1)
 			s.cfg.Log.Warn("quota: give back a deduct step; it stays until retried or rolled back",
 				"idemKey", idemKey, "identityType", steps[i].identityType, "err", err)
 		}

@@ -52,7 +52,7 @@ func TestThreeADayTenAWeek(t *testing.T) {
 		}
 		e.clock.Advance(24 * time.Hour)
 	}
-	if st := e.svc.Stats(); st.Deducts != 250 || st.Taken != 10 || st.Exceeded != 240 || st.Rules != 2 {
-		t.Fatalf("stats %+v; want 250 deducts, 10 taken, 240 exceeded, 2 rules", st)
+	if st := e.svc.Metrics(); st.Deducts != 250 || st.Taken != 10 || st.Exceeded != 240 || st.Rules != 2 {
+		t.Fatalf("metrics %+v; want 250 deducts, 10 taken, 240 exceeded, 2 rules", st)
 	}
 }

@@ -40,8 +40,8 @@ func TestRedisDownAndBackEmpty(t *testing.T) {
 	if _, err := e.svc.Usage(context.Background(), 1, "USER", "u", []string{"ITEM:1"}); !errors.Is(err, quota.ErrUnavailable) {
 		t.Fatalf("usage with Redis down: %v; want ErrUnavailable", err)
 	}
-	if st := e.svc.Stats(); st.Unavailable != 3 {
-		t.Fatalf("stats %+v; want 3 unavailable", st)
+	if st := e.svc.Metrics(); st.Unavailable != 3 {
+		t.Fatalf("metrics %+v; want 3 unavailable", st)
 	}
 
 	srv.RestartEmpty()

@@ -33,8 +33,8 @@ func retriesCountOnce(t *testing.T, rdb redis.UniversalClient) {
 		wg.Go(func() { results[i], errs[i] = e.deduct(1, "order-1", it) })
 	}
 	wg.Wait()
-	if st := e.svc.Stats(); st.Taken != n || st.Replayed != n-1 {
-		t.Fatalf("stats %+v; want %d taken, %d of them replays", st, n, n-1)
+	if st := e.svc.Metrics(); st.Taken != n || st.Replayed != n-1 {
+		t.Fatalf("metrics %+v; want %d taken, %d of them replays", st, n, n-1)
 	}
 	for i := range n {
 		if errs[i] != nil {
@@ -136,8 +136,8 @@ func TestRollbackGivesBackOnce(t *testing.T) {
 	if got := e.used(t, 1, "DEVICE", "d", "*", day); got != 3 {
 		t.Fatalf("device counter %d; want 3", got)
 	}
-	if st := e.svc.Stats(); st.Rollbacks != 10 || st.GivenBack != 9 {
-		t.Fatalf("stats %+v; want 10 rollbacks giving back 9", st)
+	if st := e.svc.Metrics(); st.Rollbacks != 10 || st.GivenBack != 9 {
+		t.Fatalf("metrics %+v; want 10 rollbacks giving back 9", st)
 	}
 	r, err := e.svc.Rollback(t.Context(), 1, "undo")
 	if err != nil || len(r.Returned) != 0 {

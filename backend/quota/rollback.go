@@ -41,10 +41,10 @@ func (s *Service) Rollback(ctx context.Context, bizID int64, idemKey string) (Ro
 	if err := checkID("idemKey", idemKey, wire.MaxIdemKeyLen); err != nil {
 		return RollbackResult{}, err
 	}
-	s.stats.rollbacks.Add(1)
+	s.metrics.rollbacks.Add(1)
 	tags, err := s.gate.close(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey))
 	if err != nil {
-		s.stats.unavailable.Add(1)
+		s.metrics.unavailable.Add(1)
 		return RollbackResult{}, unavailable("rollback "+idemKey, err)
 	}
 	slices.Sort(tags)
@@ -56,12 +56,12 @@ func (s *Service) Rollback(ctx context.Context, bizID int64, idemKey string) (Ro
 		}
 		got, err := s.rollbackIdentity(ctx, identityBase(s.cfg.KeyPrefix, bizID, typ, identity), idemKey)
 		if err != nil {
-			s.stats.unavailable.Add(1)
+			s.metrics.unavailable.Add(1)
 			return RollbackResult{}, unavailable("rollback "+idemKey, err)
 		}
 		for i := range got {
 			got[i].IdentityType, got[i].Identity = typ, identity
-			s.stats.givenBack.Add(uint64(got[i].Amount))
+			s.metrics.givenBack.Add(uint64(got[i].Amount))
 		}
 		out.Returned = append(out.Returned, got...)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"vouchergate/shared/clock"
@@ -42,6 +43,8 @@ type Config struct {
 	UndoTimeout time.Duration
 	Clock       clock.Clock // the wall clock
 	Log         *slog.Logger
+	// Metrics registers the service's counts (Service.Metrics) for /metrics; nil: not exported.
+	Metrics prometheus.Registerer
 }
 
 // Service deducts, rolls back and reports purchase quotas, and manages their rules. It is safe
@@ -55,7 +58,7 @@ type Service struct {
 	sub     *nats.Subscription
 	stop    context.CancelFunc
 	done    chan struct{}
-	stats   stats
+	metrics metrics
 }
 
 // New checks cfg, loads the rules, subscribes to rule changes and starts the periodic
@@ -101,7 +104,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		subject: cfg.NATSPrefix + ".quota.rules",
 		done:    make(chan struct{}),
 	}
-	s.rules = newRuleCache(s.store, cfg.Log, &s.stats)
+	s.rules = newRuleCache(s.store, cfg.Log, &s.metrics)
 	if err := s.rules.reload(ctx); err != nil {
 		return nil, fmt.Errorf("quota: load rules: %w", err)
 	}
@@ -114,6 +117,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 			return nil, fmt.Errorf("quota: subscribe to %s: %w", s.subject, err)
 		}
 		s.sub = sub
+	}
+	if cfg.Metrics != nil {
+		cfg.Metrics.MustRegister(s.metrics.collectors()...)
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	s.stop = stop

@@ -52,7 +52,7 @@ func (s *Service) Usage(ctx context.Context, bizID int64, identityType, identity
 	}
 	us, err := s.gate.usage(ctx, &st, nowMs)
 	if err != nil {
-		s.stats.unavailable.Add(1)
+		s.metrics.unavailable.Add(1)
 		return nil, unavailable("quota usage", err)
 	}
 	out := make([]Counter, len(st.counters))

@@ -46,8 +46,8 @@ func (s *Store) Voucher(ctx context.Context, code string) (voucher.Voucher, erro
 }
 
 // Stats reads a voucher with its used_count and redemption counts by status.
-func (s *Store) Stats(ctx context.Context, code string) (voucher.Stats, error) {
-	var st voucher.Stats
+func (s *Store) Stats(ctx context.Context, code string) (voucher.Usage, error) {
+	var st voucher.Usage
 	v, err := scanVoucher(s.pool.QueryRow(ctx, `SELECT `+voucherColumns+`, used_count FROM vouchers WHERE code = $1`, code), &st.UsedCount)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, voucher.ErrVoucherNotFound

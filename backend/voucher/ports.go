@@ -14,7 +14,7 @@ type Store interface {
 	CreateVoucher(ctx context.Context, v Voucher) error
 	// Voucher returns ErrVoucherNotFound when no voucher has code.
 	Voucher(ctx context.Context, code string) (Voucher, error)
-	Stats(ctx context.Context, code string) (Stats, error)
+	Stats(ctx context.Context, code string) (Usage, error)
 	// Redemption returns ErrReservationNotFound when the orderId has no redemption.
 	Redemption(ctx context.Context, orderID string) (Redemption, error)
 	// Lookup reads the order's redemption and whether the voucher is sold out, without locks;

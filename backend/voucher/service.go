@@ -134,7 +134,7 @@ func (s *Service) Warm(ctx context.Context, code string) error {
 }
 
 // Stats returns the voucher with its counts and, for a flash voucher, Redis's remaining uses.
-func (s *Service) Stats(ctx context.Context, code string) (Stats, error) {
+func (s *Service) Stats(ctx context.Context, code string) (Usage, error) {
 	st, err := s.store.Stats(ctx, code)
 	if err != nil || !st.FlashSale || s.gate == nil {
 		return st, err

@@ -66,8 +66,8 @@ type Lookup struct {
 	SoldOut  bool
 }
 
-// Stats is a voucher with its counts, for the admin API.
-type Stats struct {
+// Usage is a voucher with its counts by status, for the admin API.
+type Usage struct {
 	Voucher
 	UsedCount      int
 	ByStatus       map[string]int

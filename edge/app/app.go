@@ -12,6 +12,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/edge/listen"
@@ -20,6 +21,7 @@ import (
 	"vouchergate/edge/upstream"
 	"vouchergate/shared/config"
 	"vouchergate/shared/events"
+	"vouchergate/shared/metrics"
 )
 
 // App is a running edge's parts. Close releases them.
@@ -30,9 +32,11 @@ type App struct {
 	Refresher *soldout.Refresher
 	Listener  *listen.Listener
 	Proxy     *proxy.Proxy
+	Metrics   *prometheus.Registry // the proxy's counters and the edge's state, served at /metrics
 
-	server *fasthttp.Server
-	log    *slog.Logger
+	server  *fasthttp.Server
+	metrics fasthttp.RequestHandler
+	log     *slog.Logger
 }
 
 // Option changes how New builds the edge.
@@ -85,16 +89,19 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 		return nil, err
 	}
 
+	a.Metrics = prometheus.NewRegistry()
 	popts := proxy.Options{
 		Backends: a.Pool, SoldOut: a.Cache, Refresher: a.Refresher, Local: a.local,
 		BackendTimeout: cfg.BackendTimeout, CheckoutTimeout: cfg.UpstreamTimeout,
-		MaxAPIBodyBytes: cfg.MaxAPIBodyBytes, Log: o.log,
+		MaxAPIBodyBytes: cfg.MaxAPIBodyBytes, Metrics: a.Metrics, Log: o.log,
 	}
 	if cfg.Upstream != "" {
 		addr, tls, _ := config.SplitUpstream(cfg.Upstream)
 		popts.Checkout = upstream.NewClient(addr, tls, clientOpts)
 	}
 	a.Proxy = proxy.New(popts)
+	a.registerMetrics()
+	a.metrics = metrics.Handler(a.Metrics)
 	a.server = proxy.NewServer(a.Proxy, proxy.ServerOptions{
 		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
 		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: cfg.MaxBodyBytes,

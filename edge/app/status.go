@@ -2,7 +2,6 @@ package app
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/valyala/fasthttp"
 )
@@ -48,19 +47,7 @@ func (a *App) local(ctx *fasthttp.RequestCtx) {
 		}
 		respond(ctx, status, r)
 	case "/metrics":
-		ctx.SetContentType("text/plain; version=0.0.4")
-		w := ctx.Response.BodyWriter()
-		a.Proxy.WriteMetrics(w)
-		gauge := func(name, help string, v any) {
-			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %v\n", name, help, name, name, v)
-		}
-		n := a.natsState()
-		gauge("vg_edge_backends_healthy", "Backends in service.", a.Pool.Healthy())
-		gauge("vg_edge_soldout_vouchers", "Vouchers answered as sold out by the edge.", len(a.Cache.Codes()))
-		gauge("vg_edge_nats_connected", "1 when the NATS connection is up.", b2i(n.Connected))
-		fmt.Fprintf(w, "# HELP vg_edge_nats_syncs_total Complete reads of the sold-out set from NATS.\n# TYPE vg_edge_nats_syncs_total counter\nvg_edge_nats_syncs_total %d\n", n.Syncs)
-		fmt.Fprintf(w, "# HELP vg_edge_nats_states_total Voucher states applied from NATS.\n# TYPE vg_edge_nats_states_total counter\nvg_edge_nats_states_total %d\n", a.Listener.Applied())
-		fmt.Fprintf(w, "# HELP vg_edge_nats_stale_states_total Voucher states from NATS ignored as older than the edge's.\n# TYPE vg_edge_nats_stale_states_total counter\nvg_edge_nats_stale_states_total %d\n", a.Listener.Stale())
+		a.metrics(ctx)
 	}
 }
 
@@ -72,13 +59,6 @@ func (a *App) natsState() natsState {
 	default:
 	}
 	return n
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func respond(ctx *fasthttp.RequestCtx, status int, v any) {

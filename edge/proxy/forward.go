@@ -115,7 +115,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, to Doer, timeout time.Duration
 	resp.Header.ResetConnectionClose() // the client's connection is the server's to manage
 	resp.Header.SetBytesV(headerRequestID, id)
 	if code != nil && resp.StatusCode() == fasthttp.StatusConflict && bytes.Contains(resp.Body(), outOfStockCode) {
-		p.m.learnedFrom409.Add(1)
+		p.m.learnedFrom409.Inc()
 		// With a live entry, this was an order taken for a holder (a false positive of the
 		// filter, or a released holder): the entry's own refresh keeps it current.
 		if e, _ := p.o.SoldOut.Lookup(code, ctx.Time()); e == nil {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/edge/soldout"
@@ -41,6 +42,7 @@ type Options struct {
 	BackendTimeout  time.Duration           // one backend call, in all
 	CheckoutTimeout time.Duration           // one checkout call, in all
 	MaxAPIBodyBytes int                     // body limit of voucher and quota requests
+	Metrics         prometheus.Registerer   // takes the proxy's counters; nil: counted, not exported
 	Log             *slog.Logger
 }
 
@@ -48,7 +50,7 @@ type Options struct {
 type Proxy struct {
 	o        Options
 	log      *slog.Logger
-	m        counters
+	m        metrics
 	idPrefix []byte // this edge's request-id prefix
 	idSeq    atomic.Uint64
 	errLog   logLimit
@@ -61,7 +63,8 @@ func New(o Options) *Proxy {
 	}
 	var r [4]byte
 	_, _ = rand.Read(r[:])
-	return &Proxy{o: o, log: o.Log, idPrefix: []byte("edge-" + hex.EncodeToString(r[:]) + "-"), errLog: logLimit{every: time.Second}}
+	return &Proxy{o: o, log: o.Log, m: newMetrics(o.Metrics),
+		idPrefix: []byte("edge-" + hex.EncodeToString(r[:]) + "-"), errLog: logLimit{every: time.Second}}
 }
 
 // Handle routes one request.
@@ -72,7 +75,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	m := matchPath(ctx.Path())
-	p.m.requests[m.route].Add(1)
+	p.m.requests[m.route].Inc()
 	if m.allow != "" && string(ctx.Method()) != m.allow && !(m.route == routeLocal && ctx.IsHead()) {
 		ctx.Response.Header.Set("Allow", m.allow)
 		p.reject(ctx, fasthttp.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "use "+m.allow)
@@ -111,13 +114,13 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 }
 
 func (p *Proxy) reject(ctx *fasthttp.RequestCtx, status int, code, message string) {
-	p.m.rejectedRequest.Add(1)
+	p.m.rejectedRequest.Inc()
 	answer(ctx, status, code, message)
 }
 
 // ReadFailure answers a request that could not be read; use it as the server's ErrorHandler.
 func (p *Proxy) ReadFailure(ctx *fasthttp.RequestCtx, err error) {
-	p.m.rejectedRequest.Add(1)
+	p.m.rejectedRequest.Inc()
 	readFailure(ctx, err)
 }
 

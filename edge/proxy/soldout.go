@@ -13,7 +13,7 @@ import (
 func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte) {
 	if e, refresh := p.o.SoldOut.Lookup(code, ctx.Time()); e != nil {
 		if refresh {
-			p.m.refreshesAsked.Add(1)
+			p.m.refreshesAsked.Inc()
 			p.o.Refresher.Ask(e.Code())
 		}
 		var buf orderid.Buffer // stays on the stack: Extract and MayHold keep no reference
@@ -21,11 +21,11 @@ func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte) {
 		holds := ok && e.MayHold(id)
 		switch {
 		case !ok:
-			p.m.unreadable.Add(1)
+			p.m.unreadable.Inc()
 		case holds:
-			p.m.holderForwards.Add(1)
+			p.m.holderForwards.Inc()
 		default:
-			p.m.soldOut.Add(1)
+			p.m.soldOut.Inc()
 			if id := ctx.Request.Header.Peek(headerRequestID); validRequestID(id) {
 				ctx.Response.Header.SetBytesV(headerRequestID, id)
 			}

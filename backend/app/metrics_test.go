@@ -1,0 +1,85 @@
+package app_test
+
+import (
+	"testing"
+	"time"
+
+	"vouchergate/backend/app"
+	"vouchergate/backend/backendtest"
+	"vouchergate/testkit"
+)
+
+// The backend's /metrics is Prometheus text that the linter accepts, with the quota service's
+// and the jobs' metrics in one registry, and they move with what the backend does: quota
+// deducts and a rollback, a hold expired, a voucher reconciled.
+func TestMetricsEndpoint(t *testing.T) {
+	clock := &backendtest.Clock{}
+	b := backendtest.Start(t, backendtest.Config(t), app.WithClock(clock))
+	url := b.URL + "/metrics"
+	if st, body := b.Do(t, "POST", "/admin/quota-rules",
+		`{"bizId":1,"identityType":"USER","dimension":"*","limit":1,"window":{"type":"DAY","timezone":"UTC"}}`); st != 201 {
+		t.Fatalf("create a quota rule: %d %s", st, body)
+	}
+	testkit.Eventually(t, "the rule loaded", func() bool { return b.App.Quotas.Metrics().Rules == 1 })
+	b.CreateVoucher(t, backendtest.Voucher{Code: "METRICS", Discount: 5, TotalLimit: 3, FlashSale: true})
+
+	before := testkit.ScrapeMetrics(t, url)
+	deduct := func(key string, want int) {
+		t.Helper()
+		body := `{"bizId":1,"idemKey":"` + key + `","items":[{"identityType":"USER","identity":"u","dimensions":["ITEM:1"]}]}`
+		if st, answer := b.Do(t, "POST", "/quotas/deduct", body); st != want {
+			t.Fatalf("deduct %s: %d %s; want %d", key, st, answer, want)
+		}
+	}
+	deduct("first", 200)
+	deduct("first", 200) // a retry: answered from the first's record
+	deduct("second", 409)
+	if st, body := b.Do(t, "POST", "/quotas/rollback", `{"bizId":1,"idemKey":"first"}`); st != 200 {
+		t.Fatalf("rollback: %d %s", st, body)
+	}
+	if st, body := b.Reserve(t, "METRICS", "cust", "order-1", 100); st != 201 {
+		t.Fatalf("reserve: %d %s", st, body)
+	}
+	clock.Advance(16 * time.Minute) // past the hold time
+	if st, body := b.Do(t, "POST", "/admin/expire", nil); st != 200 || string(body) != `{"released":1}` {
+		t.Fatalf("expire: %d %s; want 1 released", st, body)
+	}
+	if st, body := b.Do(t, "POST", "/admin/reconcile?code=METRICS", nil); st != 200 {
+		t.Fatalf("reconcile: %d %s", st, body)
+	}
+	after := testkit.ScrapeMetrics(t, url)
+
+	for _, m := range []struct {
+		name string
+		by   float64
+	}{
+		{"vouchergate_quota_deducts_total", 3},
+		{"vouchergate_quota_deducts_taken_total", 2},
+		{"vouchergate_quota_steps_replayed_total", 1},
+		{"vouchergate_quota_deducts_exceeded_total", 1},
+		{"vouchergate_quota_deducts_rolled_back_total", 0},
+		{"vouchergate_quota_deducts_key_reused_total", 0},
+		{"vouchergate_quota_rollbacks_total", 1},
+		{"vouchergate_quota_given_back_total", 1},
+		{"vouchergate_quota_unavailable_total", 0},
+		{"vouchergate_quota_undo_failed_total", 0},
+		{"vouchergate_quota_rule_load_errors_total", 0},
+		{"vouchergate_holds_expired_total", 1},
+		{"vouchergate_reconcile_released_total", 0},
+		{"vouchergate_reconcile_put_back_total", 0},
+		{"vouchergate_warmups_total", 0},
+	} {
+		if got := after.Value(t, m.name) - before.Value(t, m.name); got != m.by {
+			t.Errorf("%s moved by %v; want %v", m.name, got, m.by)
+		}
+	}
+	if n := after.Value(t, "vouchergate_quota_rule_loads_total"); n < 1 {
+		t.Errorf("vouchergate_quota_rule_loads_total is %v; want at least 1", n)
+	}
+	if n := after.Value(t, "vouchergate_quota_rules"); n != 1 {
+		t.Errorf("vouchergate_quota_rules is %v; want 1", n)
+	}
+	if n := after.Value(t, "vouchergate_redis_drift", "code", "METRICS"); n != 0 {
+		t.Errorf(`vouchergate_redis_drift{code="METRICS"} is %v; want 0`, n)
+	}
+}

@@ -1,0 +1,31 @@
+package app
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// registerMetrics adds to a.Metrics, beside the proxy's counters, what the edge knows of its
+// upstreams and of NATS, read when scraped.
+func (a *App) registerMetrics() {
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	counter := func(name, help string, f func() uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f()) })
+	}
+	a.Metrics.MustRegister(
+		gauge("vg_edge_backends_healthy", "Backends in service.", func() float64 { return float64(a.Pool.Healthy()) }),
+		gauge("vg_edge_soldout_vouchers", "Vouchers answered as sold out by the edge.", func() float64 { return float64(len(a.Cache.Codes())) }),
+		gauge("vg_edge_nats_connected", "1 when the NATS connection is up.", func() float64 { return b2f(a.Listener.Connected()) }),
+		counter("vg_edge_nats_syncs_total", "Complete reads of the sold-out set from NATS.", a.Listener.Syncs),
+		counter("vg_edge_nats_states_total", "Voucher states applied from NATS.", a.Listener.Applied),
+		counter("vg_edge_nats_stale_states_total", "Voucher states from NATS ignored as older than the edge's.", a.Listener.Stale),
+	)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
