@@ -13,7 +13,7 @@ import (
 // and the jobs' metrics in one registry, and they move with what the backend does: quota
 // deducts and a rollback, a hold expired, a voucher reconciled.
 func TestMetricsEndpoint(t *testing.T) {
-	clock := &backendtest.Clock{}
+	clock := &testkit.OffsetClock{}
 	b := backendtest.Start(t, backendtest.Config(t), app.WithClock(clock))
 	url := b.URL + "/metrics"
 	if st, body := b.Do(t, "POST", "/admin/quota-rules",

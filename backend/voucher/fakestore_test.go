@@ -73,17 +73,17 @@ func (s *fakeStore) Voucher(ctx context.Context, code string) (voucher.Voucher, 
 	return v.Voucher, nil
 }
 
-func (s *fakeStore) Stats(ctx context.Context, code string) (voucher.Stats, error) {
+func (s *fakeStore) Stats(ctx context.Context, code string) (voucher.Usage, error) {
 	if f := s.enter("Stats"); f.err != nil {
-		return voucher.Stats{}, f.err
+		return voucher.Usage{}, f.err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.vouchers[code]
 	if !ok {
-		return voucher.Stats{}, voucher.ErrVoucherNotFound
+		return voucher.Usage{}, voucher.ErrVoucherNotFound
 	}
-	st := voucher.Stats{Voucher: v.Voucher, UsedCount: v.used, ByStatus: map[string]int{}}
+	st := voucher.Usage{Voucher: v.Voucher, UsedCount: v.used, ByStatus: map[string]int{}}
 	for _, r := range s.redemptions {
 		if r.VoucherCode == code {
 			st.ByStatus[r.Status]++
