@@ -20,7 +20,7 @@ func (s *Service) DeductCommand(bizID int64, idemKey string, items []Item) ([]st
 	if err != nil {
 		return nil, err
 	}
-	keys, args := s.gate.deductCall(&steps[0], idemKey, "a-"+idemKey, now.UnixMilli())
+	keys, args := s.scripts.deductCall(&steps[0], idemKey, "a-"+idemKey, now.UnixMilli())
 	cmd := make([]string, 0, 3+len(keys)+len(args))
 	cmd = append(cmd, "EVALSHA", lua.QuotaDeduct.Hash(), strconv.Itoa(len(keys)))
 	cmd = append(cmd, keys...)

@@ -79,7 +79,7 @@ func (s *Service) deduct(ctx context.Context, bizID int64, idemKey string, items
 	results := make([]stepResult, len(steps))
 
 	// a failed call leaves its outcome unknown: nothing is undone (see Deduct)
-	gen, r, err := s.gate.begin(ctx, reqKey, tags, &steps[0], idemKey, attempt, nowMs)
+	gen, r, err := s.scripts.begin(ctx, reqKey, tags, &steps[0], idemKey, attempt, nowMs)
 	if err != nil {
 		return DeductResult{}, unavailable("deduct "+idemKey, err)
 	}
@@ -92,9 +92,9 @@ func (s *Service) deduct(ctx context.Context, bizID int64, idemKey string, items
 			break
 		}
 		if i+2 == len(steps) {
-			r, err = s.gate.last(ctx, reqKey, gen, &steps[i+1], idemKey, attempt, nowMs)
+			r, err = s.scripts.last(ctx, reqKey, gen, &steps[i+1], idemKey, attempt, nowMs)
 		} else {
-			r, err = s.gate.deduct(ctx, &steps[i+1], idemKey, attempt, nowMs, nil)
+			r, err = s.scripts.deduct(ctx, &steps[i+1], idemKey, attempt, nowMs, nil)
 		}
 		if err != nil {
 			return DeductResult{}, unavailable("deduct "+idemKey, err)
@@ -152,7 +152,7 @@ func (s *Service) abandon(ctx context.Context, reqKey string, gen int64, steps [
 	outcome := end.settle
 	if !end.settled {
 		var err error
-		if outcome, err = s.gate.settle(ctx, reqKey, "G", gen); err != nil {
+		if outcome, err = s.scripts.settle(ctx, reqKey, "G", gen); err != nil {
 			return unavailable("deduct "+idemKey+": settle before giving back", err)
 		}
 	}
@@ -164,7 +164,7 @@ func (s *Service) abandon(ctx context.Context, reqKey string, gen int64, steps [
 		if !held(results[i].status) {
 			continue
 		}
-		if err := s.gate.undo(ctx, &steps[i], &results[i], idemKey, attempt); err != nil {
+		if err := s.scripts.undo(ctx, &steps[i], &results[i], idemKey, attempt); err != nil {
 			kept++
 			s.stats.undoFailed.Add(1)
 			s.cfg.Log.Warn("quota: give back a deduct step; it stays until retried or rolled back",

@@ -42,7 +42,7 @@ func (s *Service) Rollback(ctx context.Context, bizID int64, idemKey string) (Ro
 		return RollbackResult{}, err
 	}
 	s.stats.rollbacks.Add(1)
-	tags, err := s.gate.close(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey))
+	tags, err := s.scripts.close(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey))
 	if err != nil {
 		s.stats.unavailable.Add(1)
 		return RollbackResult{}, unavailable("rollback "+idemKey, err)
@@ -71,7 +71,7 @@ func (s *Service) Rollback(ctx context.Context, bizID int64, idemKey string) (Ro
 // rollbackIdentity gives back one identity's step, or marks it rolled back if it has none yet.
 func (s *Service) rollbackIdentity(ctx context.Context, base, idemKey string) ([]Returned, error) {
 	for range rollbackReads {
-		state, attempt, rs, err := s.gate.record(ctx, base, idemKey)
+		state, attempt, rs, err := s.scripts.record(ctx, base, idemKey)
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +81,7 @@ func (s *Service) rollbackIdentity(ctx context.Context, base, idemKey string) ([
 		if state != "D" {
 			attempt, rs = "", nil
 		}
-		status, given, err := s.gate.giveBack(ctx, base, modeRollback, attempt, idemKey, rs)
+		status, given, err := s.scripts.giveBack(ctx, base, modeRollback, attempt, idemKey, rs)
 		if err != nil {
 			return nil, err
 		}

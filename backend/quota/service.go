@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -47,7 +48,7 @@ type Config struct {
 // for concurrent use.
 type Service struct {
 	cfg     Config
-	gate    gate
+	scripts scripts
 	store   *ruleStore
 	rules   *ruleCache
 	subject string
@@ -95,7 +96,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg:     cfg,
-		gate:    gate{rdb: cfg.Redis, idemTTL: any(msString(cfg.IdemTTL)), cluster: isCluster(cfg.Redis)},
+		scripts: scripts{rdb: cfg.Redis, idemTTL: any(msString(cfg.IdemTTL)), cluster: isCluster(cfg.Redis)},
 		store:   &ruleStore{pool: cfg.DB},
 		subject: cfg.NATSPrefix + ".quota.rules",
 		done:    make(chan struct{}),
@@ -104,7 +105,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err := s.rules.reload(ctx); err != nil {
 		return nil, fmt.Errorf("quota: load rules: %w", err)
 	}
-	if err := s.gate.loadScripts(ctx); err != nil {
+	if err := s.scripts.loadScripts(ctx); err != nil {
 		cfg.Log.Warn("quota: scripts not loaded yet; they load on first use", "err", err)
 	}
 	if cfg.NATS != nil {
@@ -122,6 +123,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}()
 	return s, nil
 }
+
+// msString is d in milliseconds, as the scripts take a TTL.
+func msString(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 // isCluster tells whether keys of different hash tags may live on different nodes.
 func isCluster(rdb redis.UniversalClient) bool {

@@ -50,7 +50,7 @@ func (s *Service) Usage(ctx context.Context, bizID int64, identityType, identity
 			}
 		}
 	}
-	us, err := s.gate.usage(ctx, &st, nowMs)
+	us, err := s.scripts.usage(ctx, &st, nowMs)
 	if err != nil {
 		s.stats.unavailable.Add(1)
 		return nil, unavailable("quota usage", err)
