@@ -237,3 +237,23 @@ func replayed(st *step, r *stepResult) ([]Counter, error) {
 	}
 	return out, nil
 }
+
+// DeductScriptCall returns the keys and arguments of the quota_deduct.lua call that a deduct
+// sends for its first identity (in the service's order), with "now" from the clock. It changes
+// nothing. It is exported for the benchmarks of this package and of the API, which drive the
+// script without this layer (redis-benchmark sending testkit.EvalSHA's words) to measure it
+// beside the service; placeholders such as __rand_int__ may be put in idemKey.
+//
+// Errors: ErrInvalid.
+func (s *Service) DeductScriptCall(bizID int64, idemKey string, items []Item) (keys []string, args []any, err error) {
+	if err := validateDeduct(bizID, idemKey, items); err != nil {
+		return nil, nil, err
+	}
+	now := s.cfg.Clock.Now()
+	steps, err := plan(s.cfg.KeyPrefix, bizID, items, s.rules.current(), now)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, args = s.scripts.deductCall(&steps[0], idemKey, "a-"+idemKey, now.UnixMilli())
+	return keys, args, nil
+}

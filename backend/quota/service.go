@@ -141,6 +141,3 @@ func (s *Service) Close() {
 	s.stop()
 	<-s.done
 }
-
-// RulesSubject is the NATS subject on which rule changes are announced.
-func (s *Service) RulesSubject() string { return s.subject }
