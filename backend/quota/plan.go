@@ -89,8 +89,8 @@ func plan(prefix string, bizID int64, items []Item, rules *ruleSet, now time.Tim
 				continue
 			}
 			for _, d := range it.Dimensions {
-				if cd, ok := r.matches(d); ok {
-					st.add(i, cd, r, it.Amount, now, nowMs)
+				if counterDim, ok := r.matches(d); ok {
+					st.add(i, counterDim, r, it.Amount, now, nowMs)
 				}
 			}
 		}
@@ -99,8 +99,8 @@ func plan(prefix string, bizID int64, items []Item, rules *ruleSet, now time.Tim
 				it.IdentityType, clip(it.Identity), len(st.counters), bizID, maxCountersPerIdentity)
 		}
 	}
-	for si := range steps {
-		steps[si].fp = fingerprint(items, steps[si].identityType, steps[si].identity)
+	for i := range steps {
+		steps[i].fp = fingerprint(items, steps[i].identityType, steps[i].identity)
 	}
 	return steps, nil
 }

@@ -86,9 +86,9 @@ func (s *Service) rollbackIdentity(ctx context.Context, base, idemKey string) ([
 			return nil, err
 		}
 		switch status {
-		case 0:
+		case giveBackNone:
 			return nil, nil
-		case 1:
+		case giveBackDone:
 			var out []Returned
 			for i := range rs {
 				if given[i] == 0 {
@@ -102,7 +102,7 @@ func (s *Service) rollbackIdentity(ctx context.Context, base, idemKey string) ([
 			}
 			return out, nil
 		}
-		// -1: a deduct of this idemKey changed the record since we read it; read again
+		// giveBackReread: a deduct of this idemKey changed the record since we read it; read again
 	}
 	return nil, fmt.Errorf("record of %s keeps changing", idemKey)
 }

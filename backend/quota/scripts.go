@@ -93,11 +93,11 @@ func parseStep(v any) (stepResult, error) {
 	case r.status == stepFull && len(a) == 4:
 		i, _ := a[1].(int64)
 		r.full = int(i) - 1
-		u, _ := a[2].(string)
-		o, _ := a[3].(string)
+		usedText, _ := a[2].(string)
+		oldestText, _ := a[3].(string)
 		var err1, err2 error
-		r.fullAt.used, err1 = strconv.ParseInt(u, 10, 64)
-		r.fullAt.oldest, err2 = parseScore(o)
+		r.fullAt.used, err1 = strconv.ParseInt(usedText, 10, 64)
+		r.fullAt.oldest, err2 = parseScore(oldestText)
 		if err1 != nil || err2 != nil {
 			return r, fmt.Errorf("quota_deduct.lua answered %v", v)
 		}
@@ -108,34 +108,34 @@ func parseStep(v any) (stepResult, error) {
 	return r, nil
 }
 
-// reqPart is what a step's call also does to the request's record on a single Redis, where
+// requestPart is what a step's call also does to the request's record on a single Redis, where
 // every key is on one server (see quota_deduct.lua).
-type reqPart struct {
+type requestPart struct {
 	op   string // "R" register, "S" settle
 	key  string
 	tags []string // "R": the request's identities
 	gen  int64    // "S": the generation the attempt registered under
 }
 
-// deduct runs one identity's step, and rp's part on the request's record if rp is not nil.
-func (sc *scripts) deduct(ctx context.Context, st *step, idemKey, attempt string, nowMs int64, rp *reqPart) (stepResult, error) {
+// deduct runs one identity's step, and part on the request's record if part is not nil.
+func (sc *scripts) deduct(ctx context.Context, st *step, idemKey, attempt string, nowMs int64, part *requestPart) (stepResult, error) {
 	keys, args := sc.deductCall(st, idemKey, attempt, nowMs)
-	if rp != nil {
-		keys = append(keys, rp.key)
-		args = append(args, rp.op)
-		if rp.op == "R" {
-			for _, t := range rp.tags {
+	if part != nil {
+		keys = append(keys, part.key)
+		args = append(args, part.op)
+		if part.op == "R" {
+			for _, t := range part.tags {
 				args = append(args, t)
 			}
 		} else {
-			args = append(args, rp.gen)
+			args = append(args, part.gen)
 		}
 	}
 	v, err := lua.QuotaDeduct.Run(ctx, sc.rdb, keys, args...).Result()
 	if err != nil {
 		return stepResult{}, err
 	}
-	if rp == nil {
+	if part == nil {
 		return parseStep(v)
 	}
 	a, _ := v.([]any)
@@ -144,7 +144,7 @@ func (sc *scripts) deduct(ctx context.Context, st *step, idemKey, attempt string
 	}
 	extra, _ := a[len(a)-1].(int64)
 	r, err := parseStep(a[:len(a)-1])
-	if rp.op == "R" {
+	if part.op == "R" {
 		r.gen = extra
 	} else {
 		r.settled = true
@@ -166,7 +166,7 @@ func (sc *scripts) deduct(ctx context.Context, st *step, idemKey, attempt string
 // A request rolled back already answers stepRolledBack and takes nothing.
 func (sc *scripts) begin(ctx context.Context, reqKey string, tags []string, st *step, idemKey, attempt string, nowMs int64) (int64, stepResult, error) {
 	if !sc.cluster {
-		r, err := sc.deduct(ctx, st, idemKey, attempt, nowMs, &reqPart{op: "R", key: reqKey, tags: tags})
+		r, err := sc.deduct(ctx, st, idemKey, attempt, nowMs, &requestPart{op: "R", key: reqKey, tags: tags})
 		return r.gen, r, err
 	}
 	args := make([]any, 0, 1+len(tags))
@@ -190,7 +190,7 @@ func (sc *scripts) begin(ctx context.Context, reqKey string, tags []string, st *
 // a cluster. On a single Redis a refusal settles the request in the same call too.
 func (sc *scripts) last(ctx context.Context, reqKey string, gen int64, st *step, idemKey, attempt string, nowMs int64) (stepResult, error) {
 	if !sc.cluster {
-		return sc.deduct(ctx, st, idemKey, attempt, nowMs, &reqPart{op: "S", key: reqKey, gen: gen})
+		return sc.deduct(ctx, st, idemKey, attempt, nowMs, &requestPart{op: "S", key: reqKey, gen: gen})
 	}
 	r, err := sc.deduct(ctx, st, idemKey, attempt, nowMs, nil)
 	if err != nil || !held(r.status) {
@@ -231,6 +231,13 @@ const (
 	modeRollback = "R"
 )
 
+// Give-back outcomes, as quota_giveback.lua returns them.
+const (
+	giveBackDone   = 1  // given back: the amounts follow
+	giveBackNone   = 0  // rolled back or undone already, or (undo) another attempt holds the step
+	giveBackReread = -1 // (rollback) the record is not what the caller read: read it again
+)
+
 // giveBack runs quota_giveback.lua on an identity's record and the counters it names. It
 // returns the script's status and what each counter got back.
 func (sc *scripts) giveBack(ctx context.Context, base, mode, attempt, idemKey string, rs []recorded) (int64, []int64, error) {
@@ -247,7 +254,7 @@ func (sc *scripts) giveBack(ctx context.Context, base, mode, attempt, idemKey st
 		return 0, nil, err
 	}
 	status, _ := v[0].(int64)
-	if status != 1 {
+	if status != giveBackDone {
 		return status, nil, nil
 	}
 	s, _ := v[1].(string)

@@ -44,8 +44,8 @@ func (s *Service) Usage(ctx context.Context, bizID int64, identityType, identity
 			}
 		default:
 			for _, d := range dimensions {
-				if cd, ok := r.matches(d); ok {
-					st.add(0, cd, r, 0, now, nowMs)
+				if counterDim, ok := r.matches(d); ok {
+					st.add(0, counterDim, r, 0, now, nowMs)
 				}
 			}
 		}
