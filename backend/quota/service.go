@@ -61,38 +61,9 @@ type Service struct {
 // New checks cfg, loads the rules, subscribes to rule changes and starts the periodic
 // refresh. Close stops it.
 func New(ctx context.Context, cfg Config) (*Service, error) {
-	if cfg.Redis == nil || cfg.DB == nil {
-		return nil, fmt.Errorf("quota: Config.Redis and Config.DB are required")
-	}
-	if cfg.KeyPrefix == "" {
-		cfg.KeyPrefix = "vg:"
-	}
-	if err := keys.CheckPrefix(cfg.KeyPrefix); err != nil {
-		return nil, fmt.Errorf("VG_REDIS_PREFIX: %w", err)
-	}
-	if cfg.NATSPrefix == "" {
-		cfg.NATSPrefix = "vouchergate"
-	}
-	if err := events.CheckPrefix(cfg.NATSPrefix); err != nil {
-		return nil, fmt.Errorf("VG_NATS_PREFIX: %w", err)
-	}
-	if cfg.IdemTTL <= 0 {
-		cfg.IdemTTL = 7 * 24 * time.Hour
-	}
-	if cfg.IdemTTL < time.Second {
-		return nil, fmt.Errorf("VG_QUOTA_IDEM_TTL is %v; expected at least 1s, such as 168h", cfg.IdemTTL)
-	}
-	if cfg.RefreshEvery <= 0 {
-		cfg.RefreshEvery = 10 * time.Second
-	}
-	if cfg.UndoTimeout <= 0 {
-		cfg.UndoTimeout = 2 * time.Second
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = SystemClock{}
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	s := &Service{
 		cfg:     cfg,
@@ -122,6 +93,44 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		s.rules.run(runCtx, cfg.RefreshEvery)
 	}()
 	return s, nil
+}
+
+// withDefaults checks cfg and returns it with the defaults in place of zero values.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Redis == nil || cfg.DB == nil {
+		return Config{}, fmt.Errorf("quota: Config.Redis and Config.DB are required")
+	}
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = "vg:"
+	}
+	if err := keys.CheckPrefix(cfg.KeyPrefix); err != nil {
+		return Config{}, fmt.Errorf("VG_REDIS_PREFIX: %w", err)
+	}
+	if cfg.NATSPrefix == "" {
+		cfg.NATSPrefix = "vouchergate"
+	}
+	if err := events.CheckPrefix(cfg.NATSPrefix); err != nil {
+		return Config{}, fmt.Errorf("VG_NATS_PREFIX: %w", err)
+	}
+	if cfg.IdemTTL <= 0 {
+		cfg.IdemTTL = 7 * 24 * time.Hour
+	}
+	if cfg.IdemTTL < time.Second {
+		return Config{}, fmt.Errorf("VG_QUOTA_IDEM_TTL is %v; expected at least 1s, such as 168h", cfg.IdemTTL)
+	}
+	if cfg.RefreshEvery <= 0 {
+		cfg.RefreshEvery = 10 * time.Second
+	}
+	if cfg.UndoTimeout <= 0 {
+		cfg.UndoTimeout = 2 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return cfg, nil
 }
 
 // msString is d in milliseconds, as the scripts take a TTL.
