@@ -57,7 +57,7 @@ func (a *App) local(ctx *fasthttp.RequestCtx) {
 		n := a.natsState()
 		gauge("vg_edge_backends_healthy", "Backends in service.", a.Pool.Healthy())
 		gauge("vg_edge_soldout_vouchers", "Vouchers answered as sold out by the edge.", len(a.Cache.Codes()))
-		gauge("vg_edge_nats_connected", "1 when the NATS connection is up.", b2i(n.Connected))
+		gauge("vg_edge_nats_connected", "1 when the NATS connection is up.", oneIfTrue(n.Connected))
 		fmt.Fprintf(w, "# HELP vg_edge_nats_syncs_total Complete reads of the sold-out set from NATS.\n# TYPE vg_edge_nats_syncs_total counter\nvg_edge_nats_syncs_total %d\n", n.Syncs)
 		fmt.Fprintf(w, "# HELP vg_edge_nats_states_total Voucher states applied from NATS.\n# TYPE vg_edge_nats_states_total counter\nvg_edge_nats_states_total %d\n", a.Listener.Applied())
 		fmt.Fprintf(w, "# HELP vg_edge_nats_stale_states_total Voucher states from NATS ignored as older than the edge's.\n# TYPE vg_edge_nats_stale_states_total counter\nvg_edge_nats_stale_states_total %d\n", a.Listener.Stale())
@@ -74,7 +74,7 @@ func (a *App) natsState() natsState {
 	return n
 }
 
-func b2i(b bool) int {
+func oneIfTrue(b bool) int {
 	if b {
 		return 1
 	}

@@ -37,7 +37,7 @@ func (c *counters) upstreamError(status int) {
 
 // WriteMetrics writes the proxy's counters in Prometheus text format.
 func (p *Proxy) WriteMetrics(w io.Writer) {
-	c := &p.m
+	c := &p.counts
 	fmt.Fprintln(w, "# HELP vg_edge_requests_total Requests by route.")
 	fmt.Fprintln(w, "# TYPE vg_edge_requests_total counter")
 	for r := range c.requests {
