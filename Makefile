@@ -1,10 +1,12 @@
 # The README's two commands, `make run` and `make test`, and the targets beside them.
+# Every target has a `##` line saying what it does; `make help` lists them.
 GO ?= go
+# make run's backend: the admin API's token and the demo flash voucher it creates at start
 export VG_ADMIN_TOKEN ?= dev-admin-token
 export VG_DEMO_VOUCHER ?= FLASH100
 
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults services db vet bench bench-edge
+.PHONY: run test test-faults services db vet bench bench-edge help
 
 ## run: start PostgreSQL, Redis and NATS if needed, then the backend with a demo flash voucher
 run: services db
@@ -18,13 +20,16 @@ test: services vet
 test-faults: services
 	$(GO) test -race -count=1 ./backend/faulttest/
 
+## services: start PostgreSQL (5432), Redis (6379) and NATS (4222) on 127.0.0.1 unless they answer
 services:
 	@bash scripts/services.sh
 
+## db: create the database vouchergate on that PostgreSQL unless it exists
 db:
 	@psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'vouchergate'" | grep -q 1 || \
 		psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE vouchergate"
 
+## vet: go vet every package, then fail if gofmt would change a file
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: the files above need formatting"; exit 1; }
@@ -44,3 +49,7 @@ bench: services bench-edge
 bench-edge:
 	$(GO) test -run '^$$' -bench 'SoldOutHandler|BareHandler|Extract|Lookup' -benchmem ./edge/proxy/ ./edge/orderid/ ./edge/soldout/
 	$(GO) run ./loadtest compare -rounds 9 -duration 3s -warmup 500ms -conns 8
+
+## help: list the targets and what each does
+help:
+	@sed -n 's/^## //p' $(MAKEFILE_LIST)

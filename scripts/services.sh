@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure PostgreSQL (5432), Redis (6379) and NATS with JetStream (4222) answer on 127.0.0.1.
 # A server that is not reachable is started from the installed binaries with its data under
-# .data/ (git-ignored). With --install, a missing binary is installed with apt-get first (CI);
-# without it, the script says which package to install.
+# .data/ (git-ignored). Without --install, a missing binary is named with the package to install.
+# With --install (CI: .ci/run), every binary the tests run is installed with apt-get first, also
+# for a server that already answers: the fault tests start servers of their own from them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="$PWD/.data"
@@ -17,11 +18,15 @@ wait_up() { # port name
   exit 1
 }
 
+apt_install() { # apt-package; says so on stderr, as pg_bin's output is a path
+  echo "services: installing $1" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+}
+
 need() { # binary apt-package
   command -v "$1" >/dev/null 2>&1 && return 0
   if [ "$install" = yes ]; then
-    echo "services: installing $2 for $1"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+    apt_install "$2"
     command -v "$1" >/dev/null 2>&1 && return 0
   fi
   echo "services: $1 is not installed; install it with: apt-get install $2" >&2
@@ -33,7 +38,7 @@ pg_bin() { # find a PostgreSQL server binary on PATH or in Debian's versioned fo
   found=$(command -v "$1" 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/"$1" 2>/dev/null | sort -V | tail -1 || true)
   [ -n "$found" ] && { echo "$found"; return; }
   if [ "$install" = yes ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    apt_install postgresql
     ls -d /usr/lib/postgresql/*/bin/"$1" 2>/dev/null | sort -V | tail -1
     return
   fi
@@ -79,6 +84,18 @@ start_nats() {
   wait_up 4222 nats
 }
 
+install_test_binaries() { # every server binary and client the tests run (testkit, faulttest)
+  need redis-server redis-server
+  need redis-cli redis-tools
+  need nats-server nats-server
+  need psql postgresql-client
+  pg_bin pg_ctl >/dev/null
+  pg_bin initdb >/dev/null
+}
+
+if [ "$install" = yes ]; then
+  install_test_binaries
+fi
 start_postgres
 start_redis
 start_nats

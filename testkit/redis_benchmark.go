@@ -2,10 +2,13 @@ package testkit
 
 import (
 	"encoding/csv"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // RedisBenchmark runs redis-benchmark against the Redis at addr, clients connections sending
@@ -32,4 +35,22 @@ func RedisBenchmark(t testing.TB, addr string, clients, n int, cmd []string) flo
 		t.Fatalf("redis-benchmark met errors: %s", out)
 	}
 	return rps
+}
+
+// EvalSHA spells a call of script with keys and args as the words of an EVALSHA command, for
+// RedisBenchmark or redis-cli: a []byte argument as its bytes, any other (strings, integers) in
+// fmt's %v.
+func EvalSHA(script *redis.Script, keys []string, args []any) []string {
+	cmd := make([]string, 0, 3+len(keys)+len(args))
+	cmd = append(cmd, "EVALSHA", script.Hash(), strconv.Itoa(len(keys)))
+	cmd = append(cmd, keys...)
+	for _, a := range args {
+		switch v := a.(type) {
+		case []byte:
+			cmd = append(cmd, string(v))
+		default:
+			cmd = append(cmd, fmt.Sprint(v))
+		}
+	}
+	return cmd
 }

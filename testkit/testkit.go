@@ -4,7 +4,7 @@
 // PostgreSQL connection once a chosen message has been answered (cutproxy.go). It also holds
 // what tests of several packages share: waiting for a condition (wait.go), a clock that moves
 // only when told (clock.go), a silent logger (log.go), and the Redis benchmarks' baseline and
-// cleanup (redis_bench.go).
+// cleanup (redis_benchmark.go, unlink.go).
 //
 // Each test gets its own database, Redis key prefix and NATS subject prefix, so packages run
 // in parallel against one set of servers. The shared servers' addresses come from

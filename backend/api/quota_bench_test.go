@@ -17,6 +17,7 @@ import (
 	"vouchergate/backend/backendtest"
 	"vouchergate/backend/quota"
 	"vouchergate/loadtest/load"
+	"vouchergate/lua"
 	"vouchergate/testkit"
 )
 
@@ -208,10 +209,11 @@ func BenchmarkHTTPVersusRedisBenchmark(b *testing.B) {
 		b.Skip("redis-benchmark is not installed")
 	}
 	back, handler, addr := benchStack(b)
-	cmd, err := back.App.Quotas.DeductCommand(1, "rb-__rand_int__", []quota.Item{{IdentityType: "USER", Identity: "bench", Dimensions: []string{"ITEM:1001"}, Amount: 1}})
+	keys, args, err := back.App.Quotas.DeductScriptCall(1, "rb-__rand_int__", []quota.Item{{IdentityType: "USER", Identity: "bench", Dimensions: []string{"ITEM:1001"}, Amount: 1}})
 	if err != nil {
 		b.Fatal(err)
 	}
+	cmd := testkit.EvalSHA(lua.QuotaDeduct, keys, args)
 	if c := call(handler, "POST", "/quotas/deduct", string(deductBody("bench", 0))); c.Response.StatusCode() != 200 {
 		b.Fatalf("warm-up: %s", c.Response.Body()) // also loads the scripts
 	}

@@ -25,7 +25,7 @@ type Settings struct {
 // Jobs runs the periodic work of one backend. Several backends may run it at once.
 type Jobs struct {
 	vouchers *voucher.Service
-	set      Settings
+	settings Settings
 	log      *slog.Logger
 
 	expired  prometheus.Counter
@@ -37,7 +37,7 @@ type Jobs struct {
 
 // New returns the jobs of a service, with their metrics registered in reg.
 func New(vouchers *voucher.Service, set Settings, reg prometheus.Registerer, log *slog.Logger) *Jobs {
-	j := &Jobs{vouchers: vouchers, set: set, log: log,
+	j := &Jobs{vouchers: vouchers, settings: set, log: log,
 		expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_holds_expired_total",
 			Help: "Reservations released because their hold expired."}),
 		released: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_reconcile_released_total",
@@ -55,9 +55,9 @@ func New(vouchers *voucher.Service, set Settings, reg prometheus.Registerer, log
 
 // Run runs every enabled job until ctx ends.
 func (j *Jobs) Run(ctx context.Context) {
-	go every(ctx, j.set.ExpireEvery, func(ctx context.Context) { _, _ = j.Expire(ctx) })
-	go every(ctx, j.set.ReconcileEvery, func(ctx context.Context) { _, _ = j.Reconcile(ctx, "") })
-	go every(ctx, j.set.WarmupEvery, func(ctx context.Context) { _, _ = j.Warmup(ctx) })
+	go every(ctx, j.settings.ExpireEvery, func(ctx context.Context) { _, _ = j.Expire(ctx) })
+	go every(ctx, j.settings.ReconcileEvery, func(ctx context.Context) { _, _ = j.Reconcile(ctx, "") })
+	go every(ctx, j.settings.WarmupEvery, func(ctx context.Context) { _, _ = j.Warmup(ctx) })
 }
 
 func every(ctx context.Context, interval time.Duration, run func(context.Context)) {
@@ -93,11 +93,11 @@ func (j *Jobs) Reconcile(ctx context.Context, code string) ([]voucher.Reconcilia
 	var reports []voucher.Reconciliation
 	var err error
 	if code == "" {
-		reports, err = j.vouchers.ReconcileAll(ctx, j.set.Reconcile)
+		reports, err = j.vouchers.ReconcileAll(ctx, j.settings.Reconcile)
 	} else {
-		var rep voucher.Reconciliation
-		if rep, err = j.vouchers.Reconcile(ctx, code, j.set.Reconcile); err == nil {
-			reports = append(reports, rep)
+		var one voucher.Reconciliation
+		if one, err = j.vouchers.Reconcile(ctx, code, j.settings.Reconcile); err == nil {
+			reports = append(reports, one)
 		}
 	}
 	for _, r := range reports {
@@ -113,7 +113,7 @@ func (j *Jobs) Reconcile(ctx context.Context, code string) ([]voucher.Reconcilia
 
 // Warmup loads the flash vouchers opening soon now.
 func (j *Jobs) Warmup(ctx context.Context) (int, error) {
-	n, err := j.vouchers.WarmUpcoming(ctx, j.set.WarmupAhead)
+	n, err := j.vouchers.WarmUpcoming(ctx, j.settings.WarmupAhead)
 	j.warmed.Add(float64(n))
 	if err != nil {
 		j.log.Warn("warm up", "loaded", n, "err", err)

@@ -104,10 +104,11 @@ func BenchmarkVersusRedisBenchmark(b *testing.B) {
 		b.Run(kind, func(b *testing.B) {
 			rdb := benchRedis(b, kind)
 			e := benchEnv(b, rdb)
-			cmd, err := e.svc.DeductCommand(1, "rb-__rand_int__", deductItems(false, 0))
+			keys, args, err := e.svc.DeductScriptCall(1, "rb-__rand_int__", deductItems(false, 0))
 			if err != nil {
 				b.Fatal(err)
 			}
+			cmd := testkit.EvalSHA(lua.QuotaDeduct, keys, args)
 			var addr string
 			if cc, ok := rdb.(*redis.ClusterClient); ok {
 				// the identity's keys live on one master: drive that one, as the service does

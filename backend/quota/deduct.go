@@ -79,7 +79,7 @@ func (s *Service) deduct(ctx context.Context, bizID int64, idemKey string, items
 	results := make([]stepResult, len(steps))
 
 	// a failed call leaves its outcome unknown: nothing is undone (see Deduct)
-	gen, r, err := s.gate.begin(ctx, reqKey, tags, &steps[0], idemKey, attempt, nowMs)
+	gen, r, err := s.scripts.begin(ctx, reqKey, tags, &steps[0], idemKey, attempt, nowMs)
 	if err != nil {
 		return DeductResult{}, unavailable("deduct "+idemKey, err)
 	}
@@ -92,9 +92,9 @@ func (s *Service) deduct(ctx context.Context, bizID int64, idemKey string, items
 			break
 		}
 		if i+2 == len(steps) {
-			r, err = s.gate.last(ctx, reqKey, gen, &steps[i+1], idemKey, attempt, nowMs)
+			r, err = s.scripts.last(ctx, reqKey, gen, &steps[i+1], idemKey, attempt, nowMs)
 		} else {
-			r, err = s.gate.deduct(ctx, &steps[i+1], idemKey, attempt, nowMs, nil)
+			r, err = s.scripts.deduct(ctx, &steps[i+1], idemKey, attempt, nowMs, nil)
 		}
 		if err != nil {
 			return DeductResult{}, unavailable("deduct "+idemKey, err)
@@ -152,7 +152,7 @@ func (s *Service) abandon(ctx context.Context, reqKey string, gen int64, steps [
 	outcome := end.settle
 	if !end.settled {
 		var err error
-		if outcome, err = s.gate.settle(ctx, reqKey, "G", gen); err != nil {
+		if outcome, err = s.scripts.settle(ctx, reqKey, "G", gen); err != nil {
 			return unavailable("deduct "+idemKey+": settle before giving back", err)
 		}
 	}
@@ -164,7 +164,7 @@ func (s *Service) abandon(ctx context.Context, reqKey string, gen int64, steps [
 		if !held(results[i].status) {
 			continue
 		}
-		if err := s.gate.undo(ctx, &steps[i], &results[i], idemKey, attempt); err != nil {
+		if err := s.scripts.undo(ctx, &steps[i], &results[i], idemKey, attempt); err != nil {
 			kept++
 			s.metrics.undoFailed.Add(1)
 			s.cfg.Log.Warn("quota: give back a deduct step; it stays until retried or rolled back",
@@ -236,4 +236,24 @@ func replayed(st *step, r *stepResult) ([]Counter, error) {
 			ResetsAt: resetsAt(rs[j].kind, rs[j].ms, us[j], w.Location())}
 	}
 	return out, nil
+}
+
+// DeductScriptCall returns the keys and arguments of the quota_deduct.lua call that a deduct
+// sends for its first identity (in the service's order), with "now" from the clock. It changes
+// nothing. It is exported for the benchmarks of this package and of the API, which drive the
+// script without this layer (redis-benchmark sending testkit.EvalSHA's words) to measure it
+// beside the service; placeholders such as __rand_int__ may be put in idemKey.
+//
+// Errors: ErrInvalid.
+func (s *Service) DeductScriptCall(bizID int64, idemKey string, items []Item) (keys []string, args []any, err error) {
+	if err := validateDeduct(bizID, idemKey, items); err != nil {
+		return nil, nil, err
+	}
+	now := s.cfg.Clock.Now()
+	steps, err := plan(s.cfg.KeyPrefix, bizID, items, s.rules.current(), now)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, args = s.scripts.deductCall(&steps[0], idemKey, "a-"+idemKey, now.UnixMilli())
+	return keys, args, nil
 }

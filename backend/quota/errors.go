@@ -50,3 +50,11 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 func invalid(format string, args ...any) error {
 	return &InvalidError{Msg: fmt.Sprintf(format, args...)}
 }
+
+// unavailable wraps an infrastructure error as ErrUnavailable, saying what was being done.
+func unavailable(what string, err error) error {
+	if errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%s: %w: %w", what, ErrUnavailable, err)
+}

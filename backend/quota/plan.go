@@ -61,59 +61,6 @@ type step struct {
 	fp           string // fingerprint of the identity's items
 }
 
-// validateDeduct checks a deduct's bounds and formats, naming the first field that breaks one.
-func validateDeduct(bizID int64, idemKey string, items []Item) error {
-	if bizID <= 0 {
-		return invalid("bizId must be a positive integer")
-	}
-	if err := checkID("idemKey", idemKey, wire.MaxIdemKeyLen); err != nil {
-		return err
-	}
-	if len(items) == 0 {
-		return invalid("items must hold at least one item")
-	}
-	if len(items) > wire.MaxQuotaItems {
-		return invalid("items holds %d items; at most %d", len(items), wire.MaxQuotaItems)
-	}
-	for i := range items {
-		if err := validateItem(i, &items[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func validateItem(i int, it *Item) error {
-	// field names are built only on the error path: this runs on every deduct
-	field := func(name string) string { return "items[" + strconv.Itoa(i) + "]." + name }
-	if checkIdentityType("identityType", it.IdentityType) != nil {
-		return checkIdentityType(field("identityType"), it.IdentityType)
-	}
-	if checkID("identity", it.Identity, wire.MaxIdentityLen) != nil {
-		return checkID(field("identity"), it.Identity, wire.MaxIdentityLen)
-	}
-	if len(it.Dimensions) == 0 {
-		return invalid("%s must hold at least one dimension, e.g. \"ITEM:1001\"", field("dimensions"))
-	}
-	if len(it.Dimensions) > wire.MaxItemDimensions {
-		return invalid("%s holds %d dimensions; at most %d", field("dimensions"), len(it.Dimensions), wire.MaxItemDimensions)
-	}
-	for j, d := range it.Dimensions {
-		if checkDimension("dimension", d, false) != nil {
-			return checkDimension(field("dimensions["+strconv.Itoa(j)+"]"), d, false)
-		}
-		for _, e := range it.Dimensions[:j] {
-			if e == d {
-				return invalid("%s names %q twice", field("dimensions"), clip(d))
-			}
-		}
-	}
-	if it.Amount < 1 || it.Amount > wire.MaxQuotaAmount {
-		return invalid("%s must be from 1 to %d", field("amount"), wire.MaxQuotaAmount)
-	}
-	return nil
-}
-
 // plan turns validated items into one step per identity, in the fixed order of identity type,
 // then identity, that every deduct follows.
 func plan(prefix string, bizID int64, items []Item, rules *ruleSet, now time.Time) ([]step, error) {
@@ -142,8 +89,8 @@ func plan(prefix string, bizID int64, items []Item, rules *ruleSet, now time.Tim
 				continue
 			}
 			for _, d := range it.Dimensions {
-				if cd, ok := r.matches(d); ok {
-					st.add(i, cd, r, it.Amount, now, nowMs)
+				if counterDim, ok := r.matches(d); ok {
+					st.add(i, counterDim, r, it.Amount, now, nowMs)
 				}
 			}
 		}
@@ -152,8 +99,8 @@ func plan(prefix string, bizID int64, items []Item, rules *ruleSet, now time.Tim
 				it.IdentityType, clip(it.Identity), len(st.counters), bizID, maxCountersPerIdentity)
 		}
 	}
-	for si := range steps {
-		steps[si].fp = fingerprint(items, steps[si].identityType, steps[si].identity)
+	for i := range steps {
+		steps[i].fp = fingerprint(items, steps[i].identityType, steps[i].identity)
 	}
 	return steps, nil
 }

@@ -60,23 +60,24 @@ func parseRecord(s string) ([]recorded, error) {
 			return nil, errBadRecord
 		}
 		s = rest
-		var f [7]string
+		var fields [7]string
 		for i := 0; i < 6; i++ {
 			var found bool
-			f[i], line, found = strings.Cut(line, "\t")
+			fields[i], line, found = strings.Cut(line, "\t")
 			if !found {
 				return nil, errBadRecord
 			}
 		}
-		f[6] = line
-		if len(f[0]) != 1 || (f[0][0] != 'C' && f[0][0] != 'R') {
+		fields[6] = line
+		kind := fields[0]
+		if len(kind) != 1 || (kind[0] != 'C' && kind[0] != 'R') {
 			return nil, errBadRecord
 		}
-		r := recorded{kind: f[0][0], seg: f[4], windowID: f[5], dim: f[6]}
+		r := recorded{kind: kind[0], seg: fields[4], windowID: fields[5], dim: fields[6]}
 		var err1, err2, err3 error
-		r.amount, err1 = strconv.ParseInt(f[1], 10, 64)
-		r.limit, err2 = strconv.ParseInt(f[2], 10, 64)
-		r.ms, err3 = strconv.ParseInt(f[3], 10, 64)
+		r.amount, err1 = strconv.ParseInt(fields[1], 10, 64)
+		r.limit, err2 = strconv.ParseInt(fields[2], 10, 64)
+		r.ms, err3 = strconv.ParseInt(fields[3], 10, 64)
 		if err1 != nil || err2 != nil || err3 != nil {
 			return nil, errBadRecord
 		}
@@ -97,16 +98,16 @@ func parseUsed(s string, n int) ([]used, error) {
 	for s != "" {
 		var tok string
 		tok, s, _ = strings.Cut(s, " ")
-		a, b, ok := strings.Cut(tok, ":")
+		usedText, oldestText, ok := strings.Cut(tok, ":")
 		if !ok {
 			return nil, errBadRecord
 		}
-		u, err1 := strconv.ParseInt(a, 10, 64)
-		o, err2 := parseScore(b)
+		n, err1 := strconv.ParseInt(usedText, 10, 64)
+		oldest, err2 := parseScore(oldestText)
 		if err1 != nil || err2 != nil {
 			return nil, errBadRecord
 		}
-		out = append(out, used{used: u, oldest: o})
+		out = append(out, used{used: n, oldest: oldest})
 	}
 	if len(out) != n {
 		return nil, errBadRecord

@@ -42,7 +42,7 @@ func (s *Service) Rollback(ctx context.Context, bizID int64, idemKey string) (Ro
 		return RollbackResult{}, err
 	}
 	s.metrics.rollbacks.Add(1)
-	tags, err := s.gate.close(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey))
+	tags, err := s.scripts.close(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey))
 	if err != nil {
 		s.metrics.unavailable.Add(1)
 		return RollbackResult{}, unavailable("rollback "+idemKey, err)
@@ -71,7 +71,7 @@ func (s *Service) Rollback(ctx context.Context, bizID int64, idemKey string) (Ro
 // rollbackIdentity gives back one identity's step, or marks it rolled back if it has none yet.
 func (s *Service) rollbackIdentity(ctx context.Context, base, idemKey string) ([]Returned, error) {
 	for range rollbackReads {
-		state, attempt, rs, err := s.gate.record(ctx, base, idemKey)
+		state, attempt, rs, err := s.scripts.record(ctx, base, idemKey)
 		if err != nil {
 			return nil, err
 		}
@@ -81,14 +81,14 @@ func (s *Service) rollbackIdentity(ctx context.Context, base, idemKey string) ([
 		if state != "D" {
 			attempt, rs = "", nil
 		}
-		status, given, err := s.gate.giveBack(ctx, base, modeRollback, attempt, idemKey, rs)
+		status, given, err := s.scripts.giveBack(ctx, base, modeRollback, attempt, idemKey, rs)
 		if err != nil {
 			return nil, err
 		}
 		switch status {
-		case 0:
+		case giveBackNone:
 			return nil, nil
-		case 1:
+		case giveBackDone:
 			var out []Returned
 			for i := range rs {
 				if given[i] == 0 {
@@ -102,7 +102,7 @@ func (s *Service) rollbackIdentity(ctx context.Context, base, idemKey string) ([
 			}
 			return out, nil
 		}
-		// -1: a deduct of this idemKey changed the record since we read it; read again
+		// giveBackReread: a deduct of this idemKey changed the record since we read it; read again
 	}
 	return nil, fmt.Errorf("record of %s keeps changing", idemKey)
 }

@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -51,7 +52,7 @@ type Config struct {
 // for concurrent use.
 type Service struct {
 	cfg     Config
-	gate    gate
+	scripts scripts
 	store   *ruleStore
 	rules   *ruleCache
 	subject string
@@ -64,42 +65,13 @@ type Service struct {
 // New checks cfg, loads the rules, subscribes to rule changes and starts the periodic
 // refresh. Close stops it.
 func New(ctx context.Context, cfg Config) (*Service, error) {
-	if cfg.Redis == nil || cfg.DB == nil {
-		return nil, fmt.Errorf("quota: Config.Redis and Config.DB are required")
-	}
-	if cfg.KeyPrefix == "" {
-		cfg.KeyPrefix = "vg:"
-	}
-	if err := keys.CheckPrefix(cfg.KeyPrefix); err != nil {
-		return nil, fmt.Errorf("VG_REDIS_PREFIX: %w", err)
-	}
-	if cfg.NATSPrefix == "" {
-		cfg.NATSPrefix = "vouchergate"
-	}
-	if err := events.CheckPrefix(cfg.NATSPrefix); err != nil {
-		return nil, fmt.Errorf("VG_NATS_PREFIX: %w", err)
-	}
-	if cfg.IdemTTL <= 0 {
-		cfg.IdemTTL = 7 * 24 * time.Hour
-	}
-	if cfg.IdemTTL < time.Second {
-		return nil, fmt.Errorf("VG_QUOTA_IDEM_TTL is %v; expected at least 1s, such as 168h", cfg.IdemTTL)
-	}
-	if cfg.RefreshEvery <= 0 {
-		cfg.RefreshEvery = 10 * time.Second
-	}
-	if cfg.UndoTimeout <= 0 {
-		cfg.UndoTimeout = 2 * time.Second
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	s := &Service{
 		cfg:     cfg,
-		gate:    gate{rdb: cfg.Redis, idemTTL: any(msString(cfg.IdemTTL)), cluster: isCluster(cfg.Redis)},
+		scripts: scripts{rdb: cfg.Redis, idemTTL: any(msString(cfg.IdemTTL)), cluster: isCluster(cfg.Redis)},
 		store:   &ruleStore{pool: cfg.DB},
 		subject: cfg.NATSPrefix + ".quota.rules",
 		done:    make(chan struct{}),
@@ -108,7 +80,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err := s.rules.reload(ctx); err != nil {
 		return nil, fmt.Errorf("quota: load rules: %w", err)
 	}
-	if err := s.gate.loadScripts(ctx); err != nil {
+	if err := s.scripts.loadScripts(ctx); err != nil {
 		cfg.Log.Warn("quota: scripts not loaded yet; they load on first use", "err", err)
 	}
 	if cfg.NATS != nil {
@@ -130,6 +102,47 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	return s, nil
 }
 
+// withDefaults checks cfg and returns it with the defaults in place of zero values.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Redis == nil || cfg.DB == nil {
+		return Config{}, fmt.Errorf("quota: Config.Redis and Config.DB are required")
+	}
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = "vg:"
+	}
+	if err := keys.CheckPrefix(cfg.KeyPrefix); err != nil {
+		return Config{}, fmt.Errorf("VG_REDIS_PREFIX: %w", err)
+	}
+	if cfg.NATSPrefix == "" {
+		cfg.NATSPrefix = "vouchergate"
+	}
+	if err := events.CheckPrefix(cfg.NATSPrefix); err != nil {
+		return Config{}, fmt.Errorf("VG_NATS_PREFIX: %w", err)
+	}
+	if cfg.IdemTTL <= 0 {
+		cfg.IdemTTL = 7 * 24 * time.Hour
+	}
+	if cfg.IdemTTL < time.Second {
+		return Config{}, fmt.Errorf("VG_QUOTA_IDEM_TTL is %v; expected at least 1s, such as 168h", cfg.IdemTTL)
+	}
+	if cfg.RefreshEvery <= 0 {
+		cfg.RefreshEvery = 10 * time.Second
+	}
+	if cfg.UndoTimeout <= 0 {
+		cfg.UndoTimeout = 2 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return cfg, nil
+}
+
+// msString is d in milliseconds, as the scripts take a TTL.
+func msString(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
 // isCluster tells whether keys of different hash tags may live on different nodes.
 func isCluster(rdb redis.UniversalClient) bool {
 	_, ok := rdb.(*redis.ClusterClient)
@@ -144,6 +157,3 @@ func (s *Service) Close() {
 	s.stop()
 	<-s.done
 }
-
-// RulesSubject is the NATS subject on which rule changes are announced.
-func (s *Service) RulesSubject() string { return s.subject }

@@ -44,13 +44,13 @@ func (s *Service) Usage(ctx context.Context, bizID int64, identityType, identity
 			}
 		default:
 			for _, d := range dimensions {
-				if cd, ok := r.matches(d); ok {
-					st.add(0, cd, r, 0, now, nowMs)
+				if counterDim, ok := r.matches(d); ok {
+					st.add(0, counterDim, r, 0, now, nowMs)
 				}
 			}
 		}
 	}
-	us, err := s.gate.usage(ctx, &st, nowMs)
+	us, err := s.scripts.usage(ctx, &st, nowMs)
 	if err != nil {
 		s.metrics.unavailable.Add(1)
 		return nil, unavailable("quota usage", err)

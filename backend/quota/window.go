@@ -117,9 +117,9 @@ func ParseWindowID(id string) (Window, error) {
 		}
 		return NewRollingWindow(time.Duration(ms) * time.Millisecond)
 	case Fixed:
-		a, b, _ := strings.Cut(rest, "/")
-		start, err1 := strconv.ParseInt(a, 10, 64)
-		end, err2 := strconv.ParseInt(b, 10, 64)
+		startMs, endMs, _ := strings.Cut(rest, "/")
+		start, err1 := strconv.ParseInt(startMs, 10, 64)
+		end, err2 := strconv.ParseInt(endMs, 10, 64)
 		if err1 != nil || err2 != nil {
 			return Window{}, invalid("window id %q: bad period", id)
 		}
@@ -168,17 +168,17 @@ func (w Window) PeriodAt(now time.Time) (Period, bool) {
 	case Day:
 		p.Start = time.Date(y, m, d, 0, 0, 0, 0, w.loc)
 		p.End = time.Date(y, m, d+1, 0, 0, 0, 0, w.loc)
-		p.Label = label(nil, y, 4, "", int(m), 2, d)
+		p.Label = periodLabel(y, "", int(m), d)
 	case Week:
 		back := (int(local.Weekday()) + 6) % 7 // days since Monday
 		p.Start = time.Date(y, m, d-back, 0, 0, 0, 0, w.loc)
 		p.End = time.Date(y, m, d-back+7, 0, 0, 0, 0, w.loc)
-		iy, iw := local.ISOWeek()
-		p.Label = label(nil, iy, 4, "W", iw, 2, -1)
+		isoYear, isoWeek := local.ISOWeek()
+		p.Label = periodLabel(isoYear, "W", isoWeek, -1)
 	case Month:
 		p.Start = time.Date(y, m, 1, 0, 0, 0, 0, w.loc)
 		p.End = time.Date(y, m+1, 1, 0, 0, 0, 0, w.loc)
-		p.Label = label(nil, y, 4, "", int(m), 2, -1)
+		p.Label = periodLabel(y, "", int(m), -1)
 	}
 	return p, true
 }
@@ -195,29 +195,31 @@ func (w *Window) periodAt(now time.Time) (*period, bool) {
 	if w.Type == Fixed {
 		return nil, false
 	}
-	pp, ok := w.PeriodAt(now)
+	found, ok := w.PeriodAt(now)
 	if !ok {
 		return nil, false
 	}
-	p := &period{start: pp.Start, end: pp.End, endMs: pp.End.UnixMilli(), seg: w.id + "/" + pp.Label}
+	p := &period{start: found.Start, end: found.End, endMs: found.End.UnixMilli(), seg: w.id + "/" + found.Label}
 	w.period.Store(p)
 	return p, true
 }
 
-// label formats a period name such as 20250309 or 2025W10 without fmt.
-func label(b []byte, a, aw int, sep string, c, cw, d int) string {
-	b = pad(b, a, aw)
+// periodLabel names a period without fmt: the year in four digits, sep, the month or ISO week
+// in two, and the day in two unless it is -1 (20250309, 2025W10, 202503).
+func periodLabel(year int, sep string, monthOrWeek, day int) string {
+	var b []byte
+	b = pad(b, year, 4)
 	b = append(b, sep...)
-	b = pad(b, c, cw)
-	if d >= 0 {
-		b = pad(b, d, 2)
+	b = pad(b, monthOrWeek, 2)
+	if day >= 0 {
+		b = pad(b, day, 2)
 	}
 	return string(b)
 }
 
 func pad(b []byte, v, width int) []byte {
-	var tmp [20]byte
-	s := strconv.AppendInt(tmp[:0], int64(v), 10)
+	var digits [20]byte
+	s := strconv.AppendInt(digits[:0], int64(v), 10)
 	for i := len(s); i < width; i++ {
 		b = append(b, '0')
 	}

@@ -68,56 +68,80 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 		}
 	}()
 
-	clientOpts := upstream.Options{
-		DialTimeout: cfg.DialTimeout, ConnWait: cfg.ConnWait, MaxConns: cfg.MaxConns,
-		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: cfg.MaxRespBytes,
-		// Below the backend's 60 s server idle timeout, so the edge never reuses a connection
-		// the server is closing (a request sent on it would be lost with a 502).
-		IdleTimeout: min(cfg.IdleTimeout, 10*time.Second),
-	}
-	addrs, tls := make([]string, len(cfg.Backends)), make([]bool, len(cfg.Backends))
-	for i, b := range cfg.Backends {
-		addrs[i], tls[i], _ = config.SplitUpstream(b) // checked by cfg.Check
-	}
+	clientOpts := clientOptions(cfg)
 	a.Cache = soldout.New(soldout.Options{TTL: cfg.SoldOutTTL, RefreshAfter: cfg.SoldOutRefresh})
-	a.Pool = upstream.NewPool(addrs, tls, upstream.PoolOptions{
-		Client: clientOpts, HealthEvery: cfg.HealthEvery, HealthTimeout: cfg.HealthTimeout, HealthFalls: cfg.HealthFalls,
-	}, o.log)
-	a.Refresher = soldout.NewRefresher(a.Cache, a.Pool, cfg.StateEvery, cfg.BackendTimeout, o.log)
+	a.Pool = newPool(cfg, clientOpts, a.log)
+	a.Refresher = soldout.NewRefresher(a.Cache, a.Pool, cfg.StateEvery, cfg.BackendTimeout, a.log)
 	var err error
-	if a.Listener, err = listen.Start(listen.Options{URL: cfg.NATSURL, Names: events.Names{Prefix: cfg.NATSPrefix}}, a.Cache, o.log); err != nil {
+	if a.Listener, err = listen.Start(listen.Options{URL: cfg.NATSURL, Names: events.Names{Prefix: cfg.NATSPrefix}}, a.Cache, a.log); err != nil {
 		return nil, err
 	}
-
 	a.Metrics = prometheus.NewRegistry()
-	popts := proxy.Options{
-		Backends: a.Pool, SoldOut: a.Cache, Refresher: a.Refresher, Local: a.local,
-		BackendTimeout: cfg.BackendTimeout, CheckoutTimeout: cfg.UpstreamTimeout,
-		MaxAPIBodyBytes: cfg.MaxAPIBodyBytes, Metrics: a.Metrics, Log: o.log,
-	}
-	if cfg.Upstream != "" {
-		addr, tls, _ := config.SplitUpstream(cfg.Upstream)
-		popts.Checkout = upstream.NewClient(addr, tls, clientOpts)
-	}
-	a.Proxy = proxy.New(popts)
+	a.Proxy = proxy.New(a.proxyOptions(clientOpts))
 	a.registerMetrics()
 	a.metrics = metrics.Handler(a.Metrics)
 	a.server = proxy.NewServer(a.Proxy, proxy.ServerOptions{
 		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
 		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: cfg.MaxBodyBytes,
 	})
+	if err = a.waitForSoldOutSet(ctx); err != nil {
+		return nil, err
+	}
+	ok = true
+	return a, nil
+}
 
-	wait := time.NewTimer(cfg.SyncWait)
+// clientOptions are the settings of every connection to a backend or the checkout API.
+func clientOptions(cfg config.Edge) upstream.Options {
+	return upstream.Options{
+		DialTimeout: cfg.DialTimeout, ConnWait: cfg.ConnWait, MaxConns: cfg.MaxConns,
+		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: cfg.MaxRespBytes,
+		// Below the backend's 60 s server idle timeout, so the edge never reuses a connection
+		// the server is closing (a request sent on it would be lost with a 502).
+		IdleTimeout: min(cfg.IdleTimeout, 10*time.Second),
+	}
+}
+
+// newPool returns the pool of the configured backends, each checked once.
+func newPool(cfg config.Edge, clientOpts upstream.Options, log *slog.Logger) *upstream.Pool {
+	addrs, tls := make([]string, len(cfg.Backends)), make([]bool, len(cfg.Backends))
+	for i, b := range cfg.Backends {
+		addrs[i], tls[i], _ = config.SplitUpstream(b) // checked by cfg.Check
+	}
+	return upstream.NewPool(addrs, tls, upstream.PoolOptions{
+		Client: clientOpts, HealthEvery: cfg.HealthEvery, HealthTimeout: cfg.HealthTimeout, HealthFalls: cfg.HealthFalls,
+	}, log)
+}
+
+// proxyOptions wires the proxy to the parts built before it, and to the checkout API if one
+// is configured.
+func (a *App) proxyOptions(clientOpts upstream.Options) proxy.Options {
+	cfg := a.Config
+	opts := proxy.Options{
+		Backends: a.Pool, SoldOut: a.Cache, Refresher: a.Refresher, Local: a.local,
+		BackendTimeout: cfg.BackendTimeout, CheckoutTimeout: cfg.UpstreamTimeout,
+		MaxAPIBodyBytes: cfg.MaxAPIBodyBytes, Metrics: a.Metrics, Log: a.log,
+	}
+	if cfg.Upstream != "" {
+		addr, tls, _ := config.SplitUpstream(cfg.Upstream) // checked by cfg.Check
+		opts.Checkout = upstream.NewClient(addr, tls, clientOpts)
+	}
+	return opts
+}
+
+// waitForSoldOutSet waits up to SyncWait for the first complete read of the sold-out set from
+// NATS; past it, the edge starts anyway. It fails only when ctx ends first.
+func (a *App) waitForSoldOutSet(ctx context.Context) error {
+	wait := time.NewTimer(a.Config.SyncWait)
 	defer wait.Stop()
 	select {
 	case <-a.Listener.Synced():
 	case <-wait.C:
-		o.log.Warn("sold-out set not read from NATS yet; starting anyway", "waited", cfg.SyncWait)
+		a.log.Warn("sold-out set not read from NATS yet; starting anyway", "waited", a.Config.SyncWait)
 	case <-ctx.Done():
-		return nil, fmt.Errorf("start edge: %w", ctx.Err())
+		return fmt.Errorf("start edge: %w", ctx.Err())
 	}
-	ok = true
-	return a, nil
+	return nil
 }
 
 // Serve answers HTTP on ln until Close.

@@ -43,7 +43,7 @@ type Options struct {
 
 // Listener applies the backends' voucher states to a cache. Start it once; Close stops it.
 type Listener struct {
-	o     Options
+	opts  Options
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	cache *soldout.Cache
@@ -69,7 +69,7 @@ func Start(o Options, cache *soldout.Cache, log *slog.Logger) (*Listener, error)
 		o.RetryEvery = time.Second
 	}
 	l := &Listener{
-		o: o, cache: cache, log: log,
+		opts: o, cache: cache, log: log,
 		resync: make(chan struct{}, 1), synced: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -154,7 +154,7 @@ func (l *Listener) run() {
 			retry = nil
 		case e, ok := <-updates:
 			if ok {
-				l.handle(e)
+				l.apply(e)
 			} else {
 				updates = nil // the connection closed under the watch; a reconnect asks again
 			}
@@ -164,24 +164,24 @@ func (l *Listener) run() {
 		current, updates = nil, nil
 		w, err := l.watch()
 		if err != nil {
-			l.log.Warn("watch voucher states; will retry", "bucket", l.o.Names.StateBucket(), "err", err)
-			retry = time.After(l.o.RetryEvery)
+			l.log.Warn("watch voucher states; will retry", "bucket", l.opts.Names.StateBucket(), "err", err)
+			retry = time.After(l.opts.RetryEvery)
 			continue
 		}
-		current, updates = w, w.w.Updates()
+		current, updates = w, w.watcher.Updates()
 	}
 }
 
 // watch is a running watch of the bucket and the context it lives in: the ordered consumer
 // under it uses that context again whenever it recreates itself.
 type watch struct {
-	w      jetstream.KeyWatcher
-	cancel context.CancelFunc
+	watcher jetstream.KeyWatcher
+	cancel  context.CancelFunc
 }
 
 func (w *watch) stop() {
 	if w != nil {
-		_ = w.w.Stop()
+		_ = w.watcher.Stop()
 		w.cancel()
 	}
 }
@@ -190,23 +190,23 @@ func (w *watch) stop() {
 // and watches every key.
 func (l *Listener) watch() (*watch, error) {
 	ctx, cancel := context.WithCancel(l.ctx)
-	w, err := l.watchIn(ctx)
+	w, err := l.watchBucket(ctx)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	return &watch{w: w, cancel: cancel}, nil
+	return &watch{watcher: w, cancel: cancel}, nil
 }
 
-func (l *Listener) watchIn(ctx context.Context) (jetstream.KeyWatcher, error) {
-	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+func (l *Listener) watchBucket(ctx context.Context) (jetstream.KeyWatcher, error) {
+	bindCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	name := l.o.Names.StateBucket()
-	kv, err := l.js.KeyValue(bctx, name)
+	name := l.opts.Names.StateBucket()
+	kv, err := l.js.KeyValue(bindCtx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = l.js.CreateKeyValue(bctx, jetstream.KeyValueConfig{Bucket: name, History: 1})
+		kv, err = l.js.CreateKeyValue(bindCtx, jetstream.KeyValueConfig{Bucket: name, History: 1})
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = l.js.KeyValue(bctx, name)
+			kv, err = l.js.KeyValue(bindCtx, name)
 		}
 	}
 	if err != nil {
@@ -219,7 +219,8 @@ func (l *Listener) watchIn(ctx context.Context) (jetstream.KeyWatcher, error) {
 	return w, nil
 }
 
-func (l *Listener) handle(e jetstream.KeyValueEntry) {
+// apply applies one entry of the bucket to the cache; a nil entry marks a complete snapshot.
+func (l *Listener) apply(e jetstream.KeyValueEntry) {
 	if e == nil { // the current value of every key has been delivered
 		n := l.syncs.Add(1)
 		l.syncOnce.Do(func() { close(l.synced) })

@@ -60,14 +60,14 @@ func upstreamFailure(err error) (status int, code, message string) {
 
 // readFailure answers a request fasthttp could not read (the server's ErrorHandler).
 func readFailure(ctx *fasthttp.RequestCtx, err error) {
-	var small *fasthttp.ErrSmallBuffer
-	var ne interface{ Timeout() bool }
+	var headerTooLarge *fasthttp.ErrSmallBuffer
+	var timeout interface{ Timeout() bool }
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		answer(ctx, fasthttp.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "the body is larger than the limit")
-	case errors.As(err, &small):
+	case errors.As(err, &headerTooLarge):
 		answer(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, CodeHeaderTooLarge, "the request header is larger than the limit")
-	case errors.As(err, &ne) && ne.Timeout():
+	case errors.As(err, &timeout) && timeout.Timeout():
 		answer(ctx, fasthttp.StatusRequestTimeout, CodeRequestTimeout, "the request was not read in time")
 	default:
 		answer(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "malformed HTTP request")

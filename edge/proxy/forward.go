@@ -103,7 +103,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, to Doer, timeout time.Duration
 	if err := to.Do(req, resp, time.Now().Add(timeout)); err != nil {
 		resp.Reset()
 		status, errCode, message := upstreamFailure(err)
-		p.m.upstreamError(status)
+		p.counts.upstreamError(status)
 		if p.errLog.allow() {
 			p.log.Warn("upstream call failed", "path", string(ctx.Path()), "status", status, "err", err, "requestId", string(id))
 		}
@@ -115,11 +115,11 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, to Doer, timeout time.Duration
 	resp.Header.ResetConnectionClose() // the client's connection is the server's to manage
 	resp.Header.SetBytesV(headerRequestID, id)
 	if code != nil && resp.StatusCode() == fasthttp.StatusConflict && bytes.Contains(resp.Body(), outOfStockCode) {
-		p.m.learnedFrom409.Inc()
+		p.counts.learnedFrom409.Inc()
 		// With a live entry, this was an order taken for a holder (a false positive of the
 		// filter, or a released holder): the entry's own refresh keeps it current.
-		if e, _ := p.o.SoldOut.Lookup(code, ctx.Time()); e == nil {
-			p.o.Refresher.Ask(string(code))
+		if e, _ := p.opts.SoldOut.Lookup(code, ctx.Time()); e == nil {
+			p.opts.Refresher.Ask(string(code))
 		}
 	}
 }

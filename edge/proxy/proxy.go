@@ -48,9 +48,9 @@ type Options struct {
 
 // Proxy is the edge's handler. It is safe for concurrent use.
 type Proxy struct {
-	o        Options
+	opts     Options
 	log      *slog.Logger
-	m        metrics
+	counts   metrics
 	idPrefix []byte // this edge's request-id prefix
 	idSeq    atomic.Uint64
 	errLog   logLimit
@@ -63,7 +63,7 @@ func New(o Options) *Proxy {
 	}
 	var r [4]byte
 	_, _ = rand.Read(r[:])
-	return &Proxy{o: o, log: o.Log, m: newMetrics(o.Metrics),
+	return &Proxy{opts: o, log: o.Log, counts: newMetrics(o.Metrics),
 		idPrefix: []byte("edge-" + hex.EncodeToString(r[:]) + "-"), errLog: logLimit{every: time.Second}}
 }
 
@@ -75,7 +75,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	m := matchPath(ctx.Path())
-	p.m.requests[m.route].Inc()
+	p.counts.requests[m.route].Inc()
 	if m.allow != "" && string(ctx.Method()) != m.allow && !(m.route == routeLocal && ctx.IsHead()) {
 		ctx.Response.Header.Set("Allow", m.allow)
 		p.reject(ctx, fasthttp.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "use "+m.allow)
@@ -83,17 +83,17 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	}
 	switch m.route {
 	case routeLocal:
-		if p.o.Local == nil {
+		if p.opts.Local == nil {
 			p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")
 			return
 		}
-		p.o.Local(ctx)
+		p.opts.Local(ctx)
 	case routeCheckout:
-		if p.o.Checkout == nil {
+		if p.opts.Checkout == nil {
 			p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")
 			return
 		}
-		p.forward(ctx, p.o.Checkout, p.o.CheckoutTimeout, nil)
+		p.forward(ctx, p.opts.Checkout, p.opts.CheckoutTimeout, nil)
 	case routeNotFound:
 		p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")
 	case routeBadCode:
@@ -101,7 +101,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	case routeBadOrder:
 		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "orderId must be 1 to 64 bytes of UTF-8 without control characters or '/'")
 	default: // reserve, confirm, release, quota
-		if len(ctx.Request.Body()) > p.o.MaxAPIBodyBytes {
+		if len(ctx.Request.Body()) > p.opts.MaxAPIBodyBytes {
 			p.reject(ctx, fasthttp.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "the body is larger than the limit")
 			return
 		}
@@ -109,18 +109,18 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			p.reserve(ctx, m.code)
 			return
 		}
-		p.forward(ctx, p.o.Backends, p.o.BackendTimeout, nil)
+		p.forward(ctx, p.opts.Backends, p.opts.BackendTimeout, nil)
 	}
 }
 
 func (p *Proxy) reject(ctx *fasthttp.RequestCtx, status int, code, message string) {
-	p.m.rejectedRequest.Inc()
+	p.counts.rejectedRequest.Inc()
 	answer(ctx, status, code, message)
 }
 
 // ReadFailure answers a request that could not be read; use it as the server's ErrorHandler.
 func (p *Proxy) ReadFailure(ctx *fasthttp.RequestCtx, err error) {
-	p.m.rejectedRequest.Inc()
+	p.counts.rejectedRequest.Inc()
 	readFailure(ctx, err)
 }
 

@@ -11,21 +11,21 @@ import (
 // cannot be read with certainty: those, and every reservation of a voucher not known to be sold
 // out, go to the backend.
 func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte) {
-	if e, refresh := p.o.SoldOut.Lookup(code, ctx.Time()); e != nil {
+	if e, refresh := p.opts.SoldOut.Lookup(code, ctx.Time()); e != nil {
 		if refresh {
-			p.m.refreshesAsked.Inc()
-			p.o.Refresher.Ask(e.Code())
+			p.counts.refreshesAsked.Inc()
+			p.opts.Refresher.Ask(e.Code())
 		}
 		var buf orderid.Buffer // stays on the stack: Extract and MayHold keep no reference
 		id, ok := orderid.Extract(ctx.Request.Body(), &buf)
 		holds := ok && e.MayHold(id)
 		switch {
 		case !ok:
-			p.m.unreadable.Inc()
+			p.counts.unreadable.Inc()
 		case holds:
-			p.m.holderForwards.Inc()
+			p.counts.holderForwards.Inc()
 		default:
-			p.m.soldOut.Inc()
+			p.counts.soldOut.Inc()
 			if id := ctx.Request.Header.Peek(headerRequestID); validRequestID(id) {
 				ctx.Response.Header.SetBytesV(headerRequestID, id)
 			}
@@ -33,5 +33,5 @@ func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte) {
 			return
 		}
 	}
-	p.forward(ctx, p.o.Backends, p.o.BackendTimeout, code)
+	p.forward(ctx, p.opts.Backends, p.opts.BackendTimeout, code)
 }

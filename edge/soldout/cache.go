@@ -278,9 +278,9 @@ func (c *Cache) applyLocked(s events.VoucherState) error {
 func (c *Cache) publishLocked(code string, e *Entry) {
 	old := *c.filters.Load()
 	m := make(map[string]*Entry, len(old)+1)
-	for k, x := range old {
+	for k, other := range old {
 		if k != code {
-			m[k] = x
+			m[k] = other
 		}
 	}
 	if e != nil {

@@ -30,7 +30,7 @@ type PoolOptions struct {
 type Pool struct {
 	members []*member
 	turn    atomic.Uint32
-	o       PoolOptions
+	opts    PoolOptions
 	log     *slog.Logger
 
 	stop chan struct{}
@@ -39,9 +39,9 @@ type Pool struct {
 
 type member struct {
 	*Client
-	check *fasthttp.HostClient // its own connection, so a busy pool does not fail the check
-	up    atomic.Bool
-	fails int // checks failed in a row; only the checker goroutine uses it
+	healthClient *fasthttp.HostClient // its own connection, so a busy pool does not fail the check
+	up           atomic.Bool
+	fails        int // checks failed in a row; only the checker goroutine uses it
 }
 
 // Backend describes one member of a Pool.
@@ -56,10 +56,10 @@ func NewPool(addrs []string, tls []bool, o PoolOptions, log *slog.Logger) *Pool 
 	if o.HealthPath == "" {
 		o.HealthPath = "/healthz"
 	}
-	p := &Pool{o: o, log: log, stop: make(chan struct{})}
+	p := &Pool{opts: o, log: log, stop: make(chan struct{})}
 	for i, addr := range addrs {
 		m := &member{Client: NewClient(addr, tls[i], o.Client)}
-		m.check = &fasthttp.HostClient{
+		m.healthClient = &fasthttp.HostClient{
 			Addr: addr, IsTLS: tls[i], MaxConns: 1, NoDefaultUserAgentHeader: true,
 			DialTimeout:               dialer(min(o.Client.DialTimeout, o.HealthTimeout)),
 			MaxIdemponentCallAttempts: 1, MaxResponseBodySize: 64 << 10,
@@ -126,14 +126,15 @@ func (p *Pool) Do(req *fasthttp.Request, resp *fasthttp.Response, deadline time.
 	return second.Do(req, resp, deadline)
 }
 
-func (p *Pool) pick(not *member) *member {
+// pick returns the healthy backend with the fewest calls in flight, other than except, or nil.
+func (p *Pool) pick(except *member) *member {
 	n := len(p.members)
 	start := int(p.turn.Add(1) % uint32(n))
 	var best *member
 	bestPending := 0
 	for i := range n {
 		m := p.members[(start+i)%n]
-		if m == not || !m.up.Load() {
+		if m == except || !m.up.Load() {
 			continue
 		}
 		if pending := m.Pending(); best == nil || pending < bestPending {
@@ -151,7 +152,7 @@ func (p *Pool) takeOut(m *member, err error) {
 
 func (p *Pool) checkLoop() {
 	defer p.done.Done()
-	t := time.NewTicker(p.o.HealthEvery)
+	t := time.NewTicker(p.opts.HealthEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -178,7 +179,7 @@ func (p *Pool) checkOne(m *member) {
 		return
 	}
 	m.fails++
-	if m.fails >= p.o.HealthFalls || Refused(err) {
+	if m.fails >= p.opts.HealthFalls || Refused(err) {
 		p.takeOut(m, err)
 	}
 }
@@ -191,9 +192,9 @@ func (p *Pool) probe(m *member) error {
 	if m.tls {
 		scheme = "https"
 	}
-	req.SetRequestURI(scheme + "://" + m.addr + p.o.HealthPath)
+	req.SetRequestURI(scheme + "://" + m.addr + p.opts.HealthPath)
 	req.Header.SetMethod(fasthttp.MethodGet)
-	if err := m.check.DoTimeout(req, resp, p.o.HealthTimeout); err != nil {
+	if err := m.healthClient.DoTimeout(req, resp, p.opts.HealthTimeout); err != nil {
 		return fmt.Errorf("health check: %w", err)
 	}
 	if resp.StatusCode() != fasthttp.StatusOK {
@@ -207,7 +208,7 @@ func (p *Pool) probe(m *member) error {
 func (p *Pool) Fetch(ctx context.Context, path string) (int, []byte, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		deadline = time.Now().Add(p.o.HealthTimeout)
+		deadline = time.Now().Add(p.opts.HealthTimeout)
 	}
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)

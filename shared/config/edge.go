@@ -119,8 +119,8 @@ func (c Edge) Check() error {
 // address to dial and whether to speak TLS.
 func SplitUpstream(s string) (addr string, tls bool, err error) {
 	if strings.Contains(s, "://") {
-		u, perr := url.Parse(s)
-		if perr != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		u, parseErr := url.Parse(s)
+		if parseErr != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
 			return "", false, fmt.Errorf("expected host:port or http(s)://host:port with no path")
 		}
 		switch u.Scheme {
@@ -135,8 +135,8 @@ func SplitUpstream(s string) (addr string, tls bool, err error) {
 			s = net.JoinHostPort(u.Hostname(), map[bool]string{false: "80", true: "443"}[tls])
 		}
 	}
-	host, port, serr := net.SplitHostPort(s)
-	if serr != nil || host == "" || port == "" {
+	host, port, splitErr := net.SplitHostPort(s)
+	if splitErr != nil || host == "" || port == "" {
 		return "", false, fmt.Errorf("expected host:port or http(s)://host:port")
 	}
 	return s, tls, nil

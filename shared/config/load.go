@@ -67,17 +67,17 @@ func readFile(path string) (map[string]string, error) {
 
 // explain rewrites caarlos0/env's errors, which name Go fields, to name the variable.
 func explain(dst any, err error) error {
-	var agg env.AggregateError
-	if !errors.As(err, &agg) {
+	var all env.AggregateError
+	if !errors.As(err, &all) {
 		return fmt.Errorf("load config: %w", err)
 	}
-	msgs := make([]string, 0, len(agg.Errors))
+	msgs := make([]string, 0, len(all.Errors))
 	t := reflect.TypeOf(dst).Elem()
-	for _, e := range agg.Errors {
-		var pe env.ParseError
-		if errors.As(e, &pe) {
-			if f, ok := t.FieldByName(pe.Name); ok {
-				msgs = append(msgs, fmt.Sprintf("%s is invalid; expected %s (%v)", f.Tag.Get("env"), describe(f.Type), pe.Err))
+	for _, e := range all.Errors {
+		var parseErr env.ParseError
+		if errors.As(e, &parseErr) {
+			if f, ok := t.FieldByName(parseErr.Name); ok {
+				msgs = append(msgs, fmt.Sprintf("%s is invalid; expected %s (%v)", f.Tag.Get("env"), describe(f.Type), parseErr.Err))
 				continue
 			}
 		}

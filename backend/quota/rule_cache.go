@@ -68,3 +68,28 @@ func (c *ruleCache) run(ctx context.Context, every time.Duration) {
 		cancel()
 	}
 }
+
+// ruleSet is an immutable snapshot of every rule, indexed for the deduct path.
+type ruleSet struct {
+	byType map[typeKey][]*Rule
+	all    []*Rule
+}
+
+type typeKey struct {
+	biz int64
+	typ string
+}
+
+func newRuleSet(rules []Rule) *ruleSet {
+	s := &ruleSet{byType: make(map[typeKey][]*Rule), all: make([]*Rule, len(rules))}
+	for i := range rules {
+		r := &rules[i]
+		r.limitArg = r.Limit
+		s.all[i] = r
+		k := typeKey{r.BizID, r.IdentityType}
+		s.byType[k] = append(s.byType[k], r)
+	}
+	return s
+}
+
+func (s *ruleSet) forType(biz int64, typ string) []*Rule { return s.byType[typeKey{biz, typ}] }

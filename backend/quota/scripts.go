@@ -2,18 +2,17 @@ package quota
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"vouchergate/lua"
 )
 
-// gate runs the quota scripts on Redis (single or Cluster): one script call per identity.
-type gate struct {
+// scripts runs the quota's Lua scripts on Redis (single or Cluster), one call per identity, and
+// reads the records they keep.
+type scripts struct {
 	rdb     redis.UniversalClient
 	idemTTL any  // ms, as the scripts take it; boxed once
 	cluster bool // keys of different hash tags live on different nodes
@@ -52,12 +51,12 @@ type stepResult struct {
 	settle  int64
 }
 
-func (g *gate) deductCall(st *step, idemKey, attempt string, nowMs int64) ([]string, []any) {
+func (sc *scripts) deductCall(st *step, idemKey, attempt string, nowMs int64) ([]string, []any) {
 	keys := make([]string, 1, 1+2*len(st.counters))
 	keys[0] = recordKey(st.base, idemKey)
 	args := make([]any, 7, 7+4*len(st.counters))
 	args[0] = nowMs
-	args[1] = g.idemTTL
+	args[1] = sc.idemTTL
 	args[2] = attempt
 	args[3] = st.fp
 	args[4] = idemKey
@@ -94,11 +93,11 @@ func parseStep(v any) (stepResult, error) {
 	case r.status == stepFull && len(a) == 4:
 		i, _ := a[1].(int64)
 		r.full = int(i) - 1
-		u, _ := a[2].(string)
-		o, _ := a[3].(string)
+		usedText, _ := a[2].(string)
+		oldestText, _ := a[3].(string)
 		var err1, err2 error
-		r.fullAt.used, err1 = strconv.ParseInt(u, 10, 64)
-		r.fullAt.oldest, err2 = parseScore(o)
+		r.fullAt.used, err1 = strconv.ParseInt(usedText, 10, 64)
+		r.fullAt.oldest, err2 = parseScore(oldestText)
 		if err1 != nil || err2 != nil {
 			return r, fmt.Errorf("quota_deduct.lua answered %v", v)
 		}
@@ -109,34 +108,34 @@ func parseStep(v any) (stepResult, error) {
 	return r, nil
 }
 
-// reqPart is what a step's call also does to the request's record on a single Redis, where
+// requestPart is what a step's call also does to the request's record on a single Redis, where
 // every key is on one server (see quota_deduct.lua).
-type reqPart struct {
+type requestPart struct {
 	op   string // "R" register, "S" settle
 	key  string
 	tags []string // "R": the request's identities
 	gen  int64    // "S": the generation the attempt registered under
 }
 
-// deduct runs one identity's step, and rp's part on the request's record if rp is not nil.
-func (g *gate) deduct(ctx context.Context, st *step, idemKey, attempt string, nowMs int64, rp *reqPart) (stepResult, error) {
-	keys, args := g.deductCall(st, idemKey, attempt, nowMs)
-	if rp != nil {
-		keys = append(keys, rp.key)
-		args = append(args, rp.op)
-		if rp.op == "R" {
-			for _, t := range rp.tags {
+// deduct runs one identity's step, and part on the request's record if part is not nil.
+func (sc *scripts) deduct(ctx context.Context, st *step, idemKey, attempt string, nowMs int64, part *requestPart) (stepResult, error) {
+	keys, args := sc.deductCall(st, idemKey, attempt, nowMs)
+	if part != nil {
+		keys = append(keys, part.key)
+		args = append(args, part.op)
+		if part.op == "R" {
+			for _, t := range part.tags {
 				args = append(args, t)
 			}
 		} else {
-			args = append(args, rp.gen)
+			args = append(args, part.gen)
 		}
 	}
-	v, err := lua.QuotaDeduct.Run(ctx, g.rdb, keys, args...).Result()
+	v, err := lua.QuotaDeduct.Run(ctx, sc.rdb, keys, args...).Result()
 	if err != nil {
 		return stepResult{}, err
 	}
-	if rp == nil {
+	if part == nil {
 		return parseStep(v)
 	}
 	a, _ := v.([]any)
@@ -145,7 +144,7 @@ func (g *gate) deduct(ctx context.Context, st *step, idemKey, attempt string, no
 	}
 	extra, _ := a[len(a)-1].(int64)
 	r, err := parseStep(a[:len(a)-1])
-	if rp.op == "R" {
+	if part.op == "R" {
 		r.gen = extra
 	} else {
 		r.settled = true
@@ -165,39 +164,39 @@ func (g *gate) deduct(ctx context.Context, st *step, idemKey, attempt string, no
 // always finds what a deduct took: on a single Redis both are one script call; on a cluster the
 // request's record lives on another node and is registered first, at the price of a round trip.
 // A request rolled back already answers stepRolledBack and takes nothing.
-func (g *gate) begin(ctx context.Context, reqKey string, tags []string, st *step, idemKey, attempt string, nowMs int64) (int64, stepResult, error) {
-	if !g.cluster {
-		r, err := g.deduct(ctx, st, idemKey, attempt, nowMs, &reqPart{op: "R", key: reqKey, tags: tags})
+func (sc *scripts) begin(ctx context.Context, reqKey string, tags []string, st *step, idemKey, attempt string, nowMs int64) (int64, stepResult, error) {
+	if !sc.cluster {
+		r, err := sc.deduct(ctx, st, idemKey, attempt, nowMs, &requestPart{op: "R", key: reqKey, tags: tags})
 		return r.gen, r, err
 	}
 	args := make([]any, 0, 1+len(tags))
-	args = append(args, g.idemTTL)
+	args = append(args, sc.idemTTL)
 	for _, t := range tags {
 		args = append(args, t)
 	}
-	gen, err := lua.QuotaRegister.Run(ctx, g.rdb, []string{reqKey}, args...).Int64()
+	gen, err := lua.QuotaRegister.Run(ctx, sc.rdb, []string{reqKey}, args...).Int64()
 	if err != nil {
 		return 0, stepResult{}, fmt.Errorf("register: %w", err)
 	}
 	if gen < 0 {
 		return 0, stepResult{status: stepRolledBack}, nil
 	}
-	r, err := g.deduct(ctx, st, idemKey, attempt, nowMs, nil)
+	r, err := sc.deduct(ctx, st, idemKey, attempt, nowMs, nil)
 	return gen, r, err
 }
 
 // last runs the last identity's step of a request of several and, if it is taken or
 // replayed, completes the request (quota_settle.lua): in one call on a single Redis, in two on
 // a cluster. On a single Redis a refusal settles the request in the same call too.
-func (g *gate) last(ctx context.Context, reqKey string, gen int64, st *step, idemKey, attempt string, nowMs int64) (stepResult, error) {
-	if !g.cluster {
-		return g.deduct(ctx, st, idemKey, attempt, nowMs, &reqPart{op: "S", key: reqKey, gen: gen})
+func (sc *scripts) last(ctx context.Context, reqKey string, gen int64, st *step, idemKey, attempt string, nowMs int64) (stepResult, error) {
+	if !sc.cluster {
+		return sc.deduct(ctx, st, idemKey, attempt, nowMs, &requestPart{op: "S", key: reqKey, gen: gen})
 	}
-	r, err := g.deduct(ctx, st, idemKey, attempt, nowMs, nil)
+	r, err := sc.deduct(ctx, st, idemKey, attempt, nowMs, nil)
 	if err != nil || !held(r.status) {
 		return r, err
 	}
-	out, err := g.settle(ctx, reqKey, "C", gen)
+	out, err := sc.settle(ctx, reqKey, "C", gen)
 	if err != nil {
 		return r, fmt.Errorf("complete: %w", err)
 	}
@@ -207,8 +206,8 @@ func (g *gate) last(ctx context.Context, reqKey string, gen int64, st *step, ide
 
 // settle completes a request ("C") or bumps its generation to give back ("G"); see
 // quota_settle.lua.
-func (g *gate) settle(ctx context.Context, reqKey, op string, gen int64) (int64, error) {
-	out, err := lua.QuotaSettle.Run(ctx, g.rdb, []string{reqKey}, op, gen, g.idemTTL).Int64()
+func (sc *scripts) settle(ctx context.Context, reqKey, op string, gen int64) (int64, error) {
+	out, err := lua.QuotaSettle.Run(ctx, sc.rdb, []string{reqKey}, op, gen, sc.idemTTL).Int64()
 	if err == nil && out != settleComplete && out != settleGiveBack && out != settleRolledBack {
 		err = fmt.Errorf("quota_settle.lua answered %d", out)
 	}
@@ -217,9 +216,9 @@ func (g *gate) settle(ctx context.Context, reqKey, op string, gen int64) (int64,
 
 // loadScripts loads every quota script (on every master of a cluster), so the first calls
 // need no EVAL. After a Redis restart redis.Script loads them again on its own.
-func (g *gate) loadScripts(ctx context.Context) error {
+func (sc *scripts) loadScripts(ctx context.Context) error {
 	for _, s := range []*redis.Script{lua.QuotaDeduct, lua.QuotaGiveBack, lua.QuotaRegister, lua.QuotaSettle, lua.QuotaClose, lua.QuotaUsage} {
-		if err := s.Load(ctx, g.rdb).Err(); err != nil {
+		if err := s.Load(ctx, sc.rdb).Err(); err != nil {
 			return fmt.Errorf("load quota scripts: %w", err)
 		}
 	}
@@ -232,23 +231,30 @@ const (
 	modeRollback = "R"
 )
 
+// Give-back outcomes, as quota_giveback.lua returns them.
+const (
+	giveBackDone   = 1  // given back: the amounts follow
+	giveBackNone   = 0  // rolled back or undone already, or (undo) another attempt holds the step
+	giveBackReread = -1 // (rollback) the record is not what the caller read: read it again
+)
+
 // giveBack runs quota_giveback.lua on an identity's record and the counters it names. It
 // returns the script's status and what each counter got back.
-func (g *gate) giveBack(ctx context.Context, base, mode, attempt, idemKey string, rs []recorded) (int64, []int64, error) {
+func (sc *scripts) giveBack(ctx context.Context, base, mode, attempt, idemKey string, rs []recorded) (int64, []int64, error) {
 	keys := make([]string, 1, 1+2*len(rs))
 	keys[0] = recordKey(base, idemKey)
 	args := make([]any, 5, 5+2*len(rs))
-	args[0], args[1], args[2], args[3], args[4] = mode, attempt, g.idemTTL, idemKey, len(rs)
+	args[0], args[1], args[2], args[3], args[4] = mode, attempt, sc.idemTTL, idemKey, len(rs)
 	for i := range rs {
 		keys = appendCounterKeys(keys, base, rs[i].kind, rs[i].seg, rs[i].dim)
 		args = append(args, kindArg(rs[i].kind), rs[i].amount)
 	}
-	v, err := lua.QuotaGiveBack.Run(ctx, g.rdb, keys, args...).Slice()
+	v, err := lua.QuotaGiveBack.Run(ctx, sc.rdb, keys, args...).Slice()
 	if err != nil {
 		return 0, nil, err
 	}
 	status, _ := v[0].(int64)
-	if status != 1 {
+	if status != giveBackDone {
 		return status, nil, nil
 	}
 	s, _ := v[1].(string)
@@ -280,7 +286,7 @@ func cutSpace(s string) (string, string, bool) {
 // undo reverses a step this attempt holds on an identity: the counters it took, or those of
 // the record it replayed (another attempt's, which may differ from this attempt's plan). It
 // changes nothing if another attempt holds the step now.
-func (g *gate) undo(ctx context.Context, st *step, r *stepResult, idemKey, attempt string) error {
+func (sc *scripts) undo(ctx context.Context, st *step, r *stepResult, idemKey, attempt string) error {
 	var rs []recorded
 	if r.status == stepReplayed {
 		var err error
@@ -294,14 +300,14 @@ func (g *gate) undo(ctx context.Context, st *step, r *stepResult, idemKey, attem
 			rs[i] = recorded{kind: c.kind, amount: c.amount, seg: c.seg, dim: c.dimension}
 		}
 	}
-	_, _, err := g.giveBack(ctx, st.base, modeUndo, attempt, idemKey, rs)
+	_, _, err := sc.giveBack(ctx, st.base, modeUndo, attempt, idemKey, rs)
 	return err
 }
 
 // record reads an identity's record of an idemKey: its state ("" if none, "D", "R"), the
 // attempt that took, and its counters.
-func (g *gate) record(ctx context.Context, base, idemKey string) (state, attempt string, rs []recorded, err error) {
-	v, err := g.rdb.HMGet(ctx, recordKey(base, idemKey), "st", "at", "c").Result()
+func (sc *scripts) record(ctx context.Context, base, idemKey string) (state, attempt string, rs []recorded, err error) {
+	v, err := sc.rdb.HMGet(ctx, recordKey(base, idemKey), "st", "at", "c").Result()
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -317,12 +323,12 @@ func (g *gate) record(ctx context.Context, base, idemKey string) (state, attempt
 }
 
 // close marks a request rolled back and returns the identities its deducts noted.
-func (g *gate) close(ctx context.Context, reqKey string) ([]string, error) {
-	return lua.QuotaClose.Run(ctx, g.rdb, []string{reqKey}, g.idemTTL).StringSlice()
+func (sc *scripts) close(ctx context.Context, reqKey string) ([]string, error) {
+	return lua.QuotaClose.Run(ctx, sc.rdb, []string{reqKey}, sc.idemTTL).StringSlice()
 }
 
 // usage reads counters without changing what they count.
-func (g *gate) usage(ctx context.Context, st *step, nowMs int64) ([]used, error) {
+func (sc *scripts) usage(ctx context.Context, st *step, nowMs int64) ([]used, error) {
 	keys := make([]string, 0, 2*len(st.counters))
 	args := make([]any, 2, 2+2*len(st.counters))
 	args[0], args[1] = nowMs, len(st.counters)
@@ -334,19 +340,9 @@ func (g *gate) usage(ctx context.Context, st *step, nowMs int64) ([]used, error)
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	s, err := lua.QuotaUsage.Run(ctx, g.rdb, keys, args...).Text()
+	s, err := lua.QuotaUsage.Run(ctx, sc.rdb, keys, args...).Text()
 	if err != nil {
 		return nil, err
 	}
 	return parseUsed(s, len(st.counters))
 }
-
-// unavailable wraps an infrastructure error as ErrUnavailable, saying what was being done.
-func unavailable(what string, err error) error {
-	if errors.Is(err, ErrUnavailable) {
-		return err
-	}
-	return fmt.Errorf("%s: %w: %w", what, ErrUnavailable, err)
-}
-
-func msString(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
