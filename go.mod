@@ -6,6 +6,7 @@ require (
 	github.com/allegro/bigcache/v3 v3.1.0
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/caarlos0/env/v11 v11.4.2
+	github.com/goccy/go-json v0.12.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/pressly/goose/v3 v3.30.0

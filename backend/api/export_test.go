@@ -1,15 +1,27 @@
 package api
 
-import "vouchergate/shared/wire"
+import (
+	"bytes"
+
+	gojson "github.com/goccy/go-json"
+
+	"vouchergate/shared/wire"
+)
 
 // DeductReaders are the ways to read a deduct body that the benchmarks compare: the
-// hand-written scanner and encoding/json, both strict.
+// hand-written scanner, encoding/json and github.com/goccy/go-json (a fast drop-in library),
+// all strict about unknown fields.
 var DeductReaders = []struct {
 	Name string
 	Read func([]byte, *wire.QuotaDeductRequest) error
 }{
 	{"hand-written", readDeduct},
 	{"encoding-json", func(b []byte, r *wire.QuotaDeductRequest) error { return decodeJSON(b, r, strict) }},
+	{"goccy-go-json", func(b []byte, r *wire.QuotaDeductRequest) error {
+		d := gojson.NewDecoder(bytes.NewReader(b))
+		d.DisallowUnknownFields()
+		return d.Decode(r)
+	}},
 }
 
 // UseDeductReader makes s read deduct bodies with read.

@@ -66,60 +66,88 @@ func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig
 	rep.Expected = int64(v.TotalLimit - len(active))
 	rep.Drift = before - rep.Expected
 
-	inDB := make(map[string]bool, len(active))
-	for _, r := range active {
-		inDB[r.OrderID] = true
-		if _, ok := holders[r.OrderID]; ok {
-			continue
-		}
-		put, err := s.gate.PutBack(ctx, r)
-		if err != nil {
-			return rep, s.unavailable(err, "reconcile %s", code)
-		}
-		if put {
-			rep.PutBack = append(rep.PutBack, r.OrderID)
-		}
+	if err := s.putBackLost(ctx, code, active, holders, &rep); err != nil {
+		return rep, err
 	}
-	now := s.cfg.Clock.Now()
-	for order, h := range holders {
-		if inDB[order] {
-			continue
-		}
-		if now.Sub(h.ReservedAt) < rc.Grace {
-			rep.InFlight++
-			continue
-		}
-		// Release only that holder: a newer attempt at the same order keeps its use.
-		released, err := s.giveBack(ctx, code, order, &h)
-		if err != nil {
-			return rep, s.unavailable(err, "reconcile %s", code)
-		}
-		if released {
-			rep.Released = append(rep.Released, order)
-		}
+	if err := s.releaseHanging(ctx, code, active, holders, rc.Grace, &rep); err != nil {
+		return rep, err
 	}
-	recount, err := s.gate.Recount(ctx, v)
-	if err != nil {
-		return rep, s.unavailable(err, "reconcile %s", code)
-	}
-	rep.RemainingAfter = recount.After
-	rep.Recounted = recount.UsersFixed || recount.Before != recount.After
-	switch {
-	case rep.RemainingAfter <= 0:
-		s.notify.SoldOut(code)
-	case recount.Before <= 0:
-		s.notify.BackInStock(code) // the recount found uses a sold-out voucher had lost
-	}
-	if len(rep.PutBack) > 0 {
-		// a sold-out state published without them must be published again, as keepHeld does:
-		// their retries would be turned away at the edges although they hold a use
-		s.notify.HoldersChanged(code)
+	if err := s.recount(ctx, v, &rep); err != nil {
+		return rep, err
 	}
 	if abs(rep.Drift) > rc.DriftAlert || rep.Recounted {
 		s.cfg.Log.Warn("redis drifted from the database", "code", code, "drift", rep.Drift,
 			"released", len(rep.Released), "putBack", len(rep.PutBack), "recounted", rep.Recounted)
 	}
 	return rep, nil
+}
+
+// putBackLost puts back in the gate the active rows it does not hold (R2).
+func (s *Service) putBackLost(ctx context.Context, code string, active []Redemption, holders map[string]Holder, rep *Reconciliation) error {
+	for _, r := range active {
+		if _, ok := holders[r.OrderID]; ok {
+			continue
+		}
+		put, err := s.gate.PutBack(ctx, r)
+		if err != nil {
+			return s.unavailable(err, "reconcile %s", code)
+		}
+		if put {
+			rep.PutBack = append(rep.PutBack, r.OrderID)
+		}
+	}
+	if len(rep.PutBack) > 0 {
+		// a sold-out state published without them must be published again, as keepHeld does:
+		// their retries would be turned away at the edges although they hold a use
+		s.notify.HoldersChanged(code)
+	}
+	return nil
+}
+
+// releaseHanging gives back the uses of orders held in the gate with no active row once they
+// are older than grace (the process that took them died before writing); younger ones are in
+// flight.
+func (s *Service) releaseHanging(ctx context.Context, code string, active []Redemption, holders map[string]Holder, grace time.Duration, rep *Reconciliation) error {
+	inDB := make(map[string]bool, len(active))
+	for _, r := range active {
+		inDB[r.OrderID] = true
+	}
+	now := s.cfg.Clock.Now()
+	for order, h := range holders {
+		if inDB[order] {
+			continue
+		}
+		if now.Sub(h.ReservedAt) < grace {
+			rep.InFlight++
+			continue
+		}
+		// Release only that holder: a newer attempt at the same order keeps its use.
+		released, err := s.giveBack(ctx, code, order, &h)
+		if err != nil {
+			return s.unavailable(err, "reconcile %s", code)
+		}
+		if released {
+			rep.Released = append(rep.Released, order)
+		}
+	}
+	return nil
+}
+
+// recount restores R1 in the gate and tells the edges the state it leaves.
+func (s *Service) recount(ctx context.Context, v Voucher, rep *Reconciliation) error {
+	recount, err := s.gate.Recount(ctx, v)
+	if err != nil {
+		return s.unavailable(err, "reconcile %s", v.Code)
+	}
+	rep.RemainingAfter = recount.After
+	rep.Recounted = recount.UsersFixed || recount.Before != recount.After
+	switch {
+	case rep.RemainingAfter <= 0:
+		s.notify.SoldOut(v.Code)
+	case recount.Before <= 0:
+		s.notify.BackInStock(v.Code) // the recount found uses a sold-out voucher had lost
+	}
+	return nil
 }
 
 // ReconcileAll reconciles every flash voucher that has not ended more than a day ago.
