@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -29,26 +30,23 @@ func (s *Server) reserve(ctx *fasthttp.RequestCtx, code string) {
 }
 
 func (s *Server) confirm(ctx *fasthttp.RequestCtx, code, orderID string) {
-	if !checkOrderID(ctx, orderID) {
-		return
-	}
-	c, cancel := s.context()
-	defer cancel()
-	r, err := s.vouchers.Confirm(c, code, orderID)
-	if err != nil {
-		s.respondOutcome(ctx, err)
-		return
-	}
-	respondJSON(ctx, fasthttp.StatusOK, wire.ReservationStatus{OrderID: r.OrderID, Status: r.Status})
+	s.changeReservation(ctx, code, orderID, s.vouchers.Confirm)
 }
 
 func (s *Server) release(ctx *fasthttp.RequestCtx, code, orderID string) {
+	s.changeReservation(ctx, code, orderID, s.vouchers.Release)
+}
+
+// changeReservation confirms or releases (change) the order's reservation and answers its
+// status.
+func (s *Server) changeReservation(ctx *fasthttp.RequestCtx, code, orderID string,
+	change func(ctx context.Context, code, orderID string) (voucher.Redemption, error)) {
 	if !checkOrderID(ctx, orderID) {
 		return
 	}
 	c, cancel := s.context()
 	defer cancel()
-	r, err := s.vouchers.Release(c, code, orderID)
+	r, err := change(c, code, orderID)
 	if err != nil {
 		s.respondOutcome(ctx, err)
 		return
