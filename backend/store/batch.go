@@ -60,11 +60,13 @@ const writeBatchSQL = `WITH v AS (
 // taken, its slot taken by a neighbour in the batch) gets the answer Reserve would give it
 // next: ErrOutOfStock, or ErrNotEligible outside the period, when the batch took the last use;
 // otherwise it is written or refused on its own through Reserve. In the flash path, where the
-// gate already decided, that is rare. An error concerns the whole batch: ErrVoucherNotFound, or a failure that wraps
-// ErrNotWritten when nothing can have been committed (nothing sent, or a statement the server
-// refused, after which it skips COMMIT); otherwise every hold's outcome is unknown. Should the
-// server refuse the statement (a guard caught what it did not foresee), the holds are written
-// one by one through Reserve.
+// gate already decided, that is rare.
+//
+// An error concerns the whole batch: ErrVoucherNotFound, or a failure that wraps ErrNotWritten
+// when nothing can have been committed (nothing sent, or a statement the server refused, after
+// which it skips COMMIT); otherwise every hold's outcome is unknown. Should the server refuse
+// the statement (a guard caught what it did not foresee), the holds are written one by one
+// through Reserve.
 func (s *Store) ReserveMany(ctx context.Context, code string, holds []voucher.Hold) ([]voucher.Written, error) {
 	out := make([]voucher.Written, len(holds))
 	after, err := s.writeBatch(ctx, code, holds)
