@@ -55,7 +55,23 @@ func TestBackendKilledMidSale(t *testing.T) {
 	s := startSale(storm("", 900, 7), 64, reserve)
 	s.waitGranted(t, total/3)
 	s.running(t, "kill the backend")
+	// Hold the voucher's row so that winners certainly wait for the database when the backend
+	// dies: a batch already sent waits for the lock inside PostgreSQL (and would still commit
+	// once it is free: it was sent with its COMMIT), the later ones wait in the writer's queue.
+	// Once an abandoning customer's winner waits, the backend is killed, and the connections it
+	// left waiting on the lock are ended as PostgreSQL ends a dead client's.
+	release := holdVoucherRow(t, checker, code)
+	testkit.Eventually(t, "an abandoning customer's winner waiting for the database", func() bool {
+		g := backendtest.ReadGate(t, checker.App.Redis, cfg.RedisPrefix, code)
+		for _, id := range hanging(g, rows(t, checker.App.Pool, code)) {
+			if abandons(holderCustomer(g.Orders[id])) {
+				return true
+			}
+		}
+		return false
+	})
 	proc.Kill()
+	release()
 	proc.Start()
 	wave1 := s.wait(t)
 	t.Logf("first wave: %s", tally(wave1))
@@ -175,4 +191,39 @@ func newestHold(t *testing.T, g backendtest.Gate, ids []string) time.Time {
 		}
 	}
 	return newest
+}
+
+// holdVoucherRow locks the voucher's row from the test until the returned func runs, which
+// first ends every other connection of the database that waits for a lock (those the killed
+// backend left), then lets the row go.
+func holdVoucherRow(t *testing.T, b *backendtest.Backend, code string) func() {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := b.App.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM vouchers WHERE code = $1 FOR UPDATE`, code); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		const waiting = `FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`
+		if _, err := b.App.Pool.Exec(ctx, `SELECT pg_terminate_backend(pid) `+waiting); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, "the killed backend's waiting connections ended", func() bool {
+			var n int
+			return b.App.Pool.QueryRow(ctx, `SELECT count(*) `+waiting).Scan(&n) == nil && n == 0
+		})
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// holderCustomer is the customer of a gate holder "reservedAtMillis:attempt:customerId".
+func holderCustomer(holder string) string {
+	parts := strings.SplitN(holder, ":", 3)
+	return parts[len(parts)-1]
 }
