@@ -6,6 +6,7 @@ package jobs
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,11 +54,32 @@ func New(vouchers *voucher.Service, set Settings, reg prometheus.Registerer, log
 	return j
 }
 
-// Run runs every enabled job until ctx ends.
-func (j *Jobs) Run(ctx context.Context) {
-	go every(ctx, j.settings.ExpireEvery, func(ctx context.Context) { _, _ = j.Expire(ctx) })
-	go every(ctx, j.settings.ReconcileEvery, func(ctx context.Context) { _, _ = j.Reconcile(ctx, "") })
-	go every(ctx, j.settings.WarmupEvery, func(ctx context.Context) { _, _ = j.Warmup(ctx) })
+// Run runs every enabled job, each in a goroutine of its own, until ctx ends; it returns at
+// once. The channel it returns is closed when every one of those goroutines has returned, so a
+// caller (a test, or a shutdown that closes the stores) can know no run is left.
+func (j *Jobs) Run(ctx context.Context) <-chan struct{} {
+	runs := []struct {
+		interval time.Duration
+		run      func(context.Context)
+	}{
+		{j.settings.ExpireEvery, func(ctx context.Context) { _, _ = j.Expire(ctx) }},
+		{j.settings.ReconcileEvery, func(ctx context.Context) { _, _ = j.Reconcile(ctx, "") }},
+		{j.settings.WarmupEvery, func(ctx context.Context) { _, _ = j.Warmup(ctx) }},
+	}
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			every(ctx, r.interval, r.run)
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done
 }
 
 func every(ctx context.Context, interval time.Duration, run func(context.Context)) {
