@@ -93,6 +93,11 @@ func every(ctx context.Context, interval time.Duration, run func(context.Context
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			// A tick that came during the last run and ctx's end may be ready together, and
+			// select picks either: the tick must not start a run on a context already ended.
+			if ctx.Err() != nil {
+				return
+			}
 			rctx, cancel := context.WithTimeout(ctx, max(interval, 30*time.Second))
 			run(rctx)
 			cancel()

@@ -56,6 +56,27 @@ func TestRunReturnsWhenCtxEnds(t *testing.T) {
 	stop() // fails the test unless Run's done channel closes
 }
 
+// A run in flight when ctx ends gets its ctx ended too, and no run starts after it: the tick
+// that came while the run was blocked is dropped, not run on a dead context.
+func TestRunEndsARunInFlightAndStartsNoOtherWhenCtxEnds(t *testing.T) {
+	e := newEnv(t, jobs.Settings{ExpireEvery: time.Millisecond})
+	started := make(chan struct{})
+	e.store.failWith(func(ctx context.Context, call string, n int) error {
+		if call == "expire" && n == 1 {
+			close(started)
+			<-ctx.Done() // the run's ctx: a run's timeout is 30s, past testkit.WaitBound
+			return ctx.Err()
+		}
+		return nil
+	})
+	stop := e.run(t)
+	testkit.Eventually(t, "the first run to start", closed(started))
+	stop()
+	if n := e.store.count("expire"); n != 1 {
+		t.Errorf("expiry ran %d times; want only the run that was in flight when ctx ended", n)
+	}
+}
+
 // A run that fails is logged, and the next tick runs the job again: here it releases the holds
 // the failed run could not.
 func TestFailedRunIsLoggedAndTheNextTickRuns(t *testing.T) {
