@@ -94,9 +94,15 @@ func TestFailedRunIsLoggedAndTheNextTickRuns(t *testing.T) {
 	stop := e.run(t)
 	testkit.Eventually(t, "a later run to release both holds", func() bool { return e.metrics(t)[expired] == 2 })
 	stop()
-	warned := e.log.warnings("expire holds")
-	if len(warned) != 1 || !strings.Contains(warned[0]["err"], errInjected.Error()) || warned[0]["released"] != "0" {
-		t.Errorf("warnings %v; want the failed run's, with its error and 0 released", warned)
+	// a run that stop cut short is logged too, with context.Canceled
+	var failed []map[string]string
+	for _, w := range e.log.warnings("expire holds") {
+		if strings.Contains(w["err"], errInjected.Error()) {
+			failed = append(failed, w)
+		}
+	}
+	if len(failed) != 1 || failed[0]["released"] != "0" {
+		t.Errorf("warnings of the failed run %v; want one, with 0 released", failed)
 	}
 }
 
