@@ -6,6 +6,7 @@ package jobs
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,7 +46,7 @@ func New(vouchers *voucher.Service, set Settings, reg prometheus.Registerer, log
 		putBack: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_reconcile_put_back_total",
 			Help: "Active rows Redis had lost, put back by reconciliation."}),
 		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_redis_drift",
-			Help: "Redis's uses left minus total_limit minus active rows, at the last reconciliation."}, []string{"code"}),
+			Help: "Redis's uses left minus what the database leaves (total_limit minus active rows), at the last reconciliation."}, []string{"code"}),
 		warmed: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_warmups_total",
 			Help: "Flash vouchers loaded into Redis by the warm-up job."}),
 	}
@@ -53,11 +54,32 @@ func New(vouchers *voucher.Service, set Settings, reg prometheus.Registerer, log
 	return j
 }
 
-// Run runs every enabled job until ctx ends.
-func (j *Jobs) Run(ctx context.Context) {
-	go every(ctx, j.settings.ExpireEvery, func(ctx context.Context) { _, _ = j.Expire(ctx) })
-	go every(ctx, j.settings.ReconcileEvery, func(ctx context.Context) { _, _ = j.Reconcile(ctx, "") })
-	go every(ctx, j.settings.WarmupEvery, func(ctx context.Context) { _, _ = j.Warmup(ctx) })
+// Run runs every enabled job, each in a goroutine of its own, until ctx ends; it returns at
+// once. The channel it returns is closed when every one of those goroutines has returned, so a
+// caller (a test, or a shutdown that closes the stores) can know no run is left.
+func (j *Jobs) Run(ctx context.Context) <-chan struct{} {
+	runs := []struct {
+		interval time.Duration
+		run      func(context.Context)
+	}{
+		{j.settings.ExpireEvery, func(ctx context.Context) { _, _ = j.Expire(ctx) }},
+		{j.settings.ReconcileEvery, func(ctx context.Context) { _, _ = j.Reconcile(ctx, "") }},
+		{j.settings.WarmupEvery, func(ctx context.Context) { _, _ = j.Warmup(ctx) }},
+	}
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			every(ctx, r.interval, r.run)
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done
 }
 
 func every(ctx context.Context, interval time.Duration, run func(context.Context)) {
@@ -71,6 +93,11 @@ func every(ctx context.Context, interval time.Duration, run func(context.Context
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			// A tick that came during the last run and ctx's end may be ready together, and
+			// select picks either: the tick must not start a run on a context already ended.
+			if ctx.Err() != nil {
+				return
+			}
 			rctx, cancel := context.WithTimeout(ctx, max(interval, 30*time.Second))
 			run(rctx)
 			cancel()
