@@ -50,6 +50,7 @@ type App struct {
 	http     *fasthttp.Server
 	log      *slog.Logger
 	stop     context.CancelFunc // ends the jobs
+	jobsDone <-chan struct{}    // closed once they have returned
 	closed   atomic.Bool
 }
 
@@ -117,7 +118,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	a.http = a.API.HTTPServer()
 	jobsCtx, stop := context.WithCancel(context.Background())
 	a.stop = stop
-	a.Jobs.Run(jobsCtx)
+	a.jobsDone = a.Jobs.Run(jobsCtx)
 	ok = true
 	return a, nil
 }
@@ -211,6 +212,7 @@ func (a *App) Close() error {
 	var errs []error
 	if a.stop != nil {
 		a.stop()
+		<-a.jobsDone // a run in flight ends before the stores it uses close
 	}
 	if a.http != nil {
 		errs = append(errs, a.http.Shutdown())
