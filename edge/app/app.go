@@ -121,6 +121,7 @@ func (a *App) proxyOptions(clientOpts upstream.Options) proxy.Options {
 		Backends: a.Pool, SoldOut: a.Cache, Refresher: a.Refresher, Local: a.local,
 		BackendTimeout: cfg.BackendTimeout, CheckoutTimeout: cfg.UpstreamTimeout,
 		MaxAPIBodyBytes: cfg.MaxAPIBodyBytes, Metrics: a.Metrics, Log: a.log,
+		ReserveSlots: cfg.ReserveSlots(), ReserveWait: cfg.ReserveWait,
 	}
 	if cfg.Upstream != "" {
 		addr, tls, _ := config.SplitUpstream(cfg.Upstream) // checked by cfg.Check

@@ -34,7 +34,7 @@ func edgeConfig(natsURL, natsPrefix string, backends ...string) config.Edge {
 		MaxHeaderBytes: 8192, MaxBodyBytes: 1 << 20, MaxAPIBodyBytes: 8192, MaxRespBytes: 4 << 20,
 		ShutdownGrace:  2 * time.Second,
 		BackendTimeout: 3 * time.Second, UpstreamTimeout: 3 * time.Second, DialTimeout: 300 * time.Millisecond,
-		ConnWait: 200 * time.Millisecond, MaxConns: 256,
+		ConnWait: 200 * time.Millisecond, MaxConns: 256, ReserveWait: time.Second,
 		HealthEvery: 100 * time.Millisecond, HealthTimeout: 300 * time.Millisecond, HealthFalls: 2,
 		SoldOutTTL: 5 * time.Second, SoldOutRefresh: 2 * time.Second, StateEvery: 100 * time.Millisecond,
 		SyncWait: 2 * time.Second,

@@ -144,6 +144,8 @@ type edgeConfig struct {
 	maxHeader int
 	maxResp   int
 	local     fasthttp.RequestHandler
+	slots     int           // reservations at the backends at once; 0: unbounded
+	slotWait  time.Duration // waiting for one
 }
 
 func startEdge(t testing.TB, c edgeConfig) *edge {
@@ -174,6 +176,7 @@ func startEdge(t testing.TB, c edgeConfig) *edge {
 	o := Options{
 		Backends: pool, SoldOut: cache, Refresher: refresher, Local: c.local,
 		BackendTimeout: c.timeout, CheckoutTimeout: c.timeout, MaxAPIBodyBytes: c.maxAPI, Log: testkit.QuietLog,
+		ReserveSlots: c.slots, ReserveWait: c.slotWait,
 	}
 	if c.checkout != "" {
 		o.Checkout = upstream.NewClient(c.checkout, false, clientOpts)

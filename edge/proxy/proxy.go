@@ -42,6 +42,8 @@ type Options struct {
 	BackendTimeout  time.Duration           // one backend call, in all
 	CheckoutTimeout time.Duration           // one checkout call, in all
 	MaxAPIBodyBytes int                     // body limit of voucher and quota requests
+	ReserveSlots    int                     // reservations at the backends at once; 0: unbounded
+	ReserveWait     time.Duration           // how long a reservation waits for one of those slots
 	Metrics         prometheus.Registerer   // takes the proxy's counters; nil: counted, not exported
 	Log             *slog.Logger
 }
@@ -54,6 +56,7 @@ type Proxy struct {
 	idPrefix []byte // this edge's request-id prefix
 	idSeq    atomic.Uint64
 	errLog   logLimit
+	room     waitRoom
 }
 
 // New returns a Proxy.
@@ -64,7 +67,8 @@ func New(o Options) *Proxy {
 	var r [4]byte
 	_, _ = rand.Read(r[:])
 	return &Proxy{opts: o, log: o.Log, counts: newMetrics(o.Metrics),
-		idPrefix: []byte("edge-" + hex.EncodeToString(r[:]) + "-"), errLog: logLimit{every: time.Second}}
+		idPrefix: []byte("edge-" + hex.EncodeToString(r[:]) + "-"), errLog: logLimit{every: time.Second},
+		room: newWaitRoom(o.ReserveSlots, o.ReserveWait)}
 }
 
 // Handle routes one request.

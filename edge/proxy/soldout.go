@@ -9,29 +9,43 @@ import (
 // reserve answers a reservation for a voucher known to be sold out with 409, unless its order
 // may hold a use (a retry of a granted reservation, whose 201 must come again) or its orderId
 // cannot be read with certainty: those, and every reservation of a voucher not known to be sold
-// out, go to the backend.
+// out, go to the backend, through the waiting room (waitroom.go).
 func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte) {
-	if e, refresh := p.opts.SoldOut.Lookup(code, ctx.Time()); e != nil {
-		if refresh {
-			p.counts.refreshesAsked.Inc()
-			p.opts.Refresher.Ask(e.Code())
-		}
-		var buf orderid.Buffer // stays on the stack: Extract and MayHold keep no reference
-		id, ok := orderid.Extract(ctx.Request.Body(), &buf)
-		holds := ok && e.MayHold(id)
-		switch {
-		case !ok:
-			p.counts.unreadable.Inc()
-		case holds:
-			p.counts.holderForwards.Inc()
-		default:
-			p.counts.soldOut.Inc()
-			if id := ctx.Request.Header.Peek(headerRequestID); validRequestID(id) {
-				ctx.Response.Header.SetBytesV(headerRequestID, id)
-			}
-			answerSoldOut(ctx)
-			return
-		}
+	if p.answeredFromMemory(ctx, code) {
+		return
 	}
+	if !p.room.tryEnter() && !p.awaitSlot(ctx, code) {
+		return
+	}
+	defer p.room.leave()
 	p.forward(ctx, p.opts.Backends, p.opts.BackendTimeout, code)
+}
+
+// answeredFromMemory answers 409 OUT_OF_STOCK when code is known to be sold out and the
+// request's order holds no use of it, and reports whether it did.
+func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte) bool {
+	e, refresh := p.opts.SoldOut.Lookup(code, ctx.Time())
+	if e == nil {
+		return false
+	}
+	if refresh {
+		p.counts.refreshesAsked.Inc()
+		p.opts.Refresher.Ask(e.Code())
+	}
+	var buf orderid.Buffer // stays on the stack: Extract and MayHold keep no reference
+	id, ok := orderid.Extract(ctx.Request.Body(), &buf)
+	switch {
+	case !ok:
+		p.counts.unreadable.Inc()
+		return false
+	case e.MayHold(id):
+		p.counts.holderForwards.Inc()
+		return false
+	}
+	p.counts.soldOut.Inc()
+	if id := ctx.Request.Header.Peek(headerRequestID); validRequestID(id) {
+		ctx.Response.Header.SetBytesV(headerRequestID, id)
+	}
+	answerSoldOut(ctx)
+	return true
 }

@@ -124,9 +124,10 @@ type Cache struct {
 	closer  *closer                           // stops store's cleaning goroutine
 	filters atomic.Pointer[map[string]*Entry] // holders by code, read without a lock; replaced, never changed
 
-	mu       sync.Mutex        // serialises writers
-	versions map[string]uint64 // bumped by every write of a code; see ApplyIf
-	held     map[string]uint64 // the highest state version applied per code; see Apply
+	mu       sync.Mutex                    // serialises writers
+	versions map[string]uint64             // bumped by every write of a code; see ApplyIf
+	held     map[string]uint64             // the highest state version applied per code; see Apply
+	soldOut  atomic.Pointer[chan struct{}] // closed, and replaced, when a sold-out entry is stored; see SoldOut
 }
 
 type closer struct {
@@ -162,6 +163,8 @@ func New(o Options) *Cache {
 		ttl: o.TTL, refreshAfter: o.RefreshAfter, now: o.Now,
 		store: store, closer: &closer{store: store}, versions: map[string]uint64{}, held: map[string]uint64{},
 	}
+	signal := make(chan struct{})
+	c.soldOut.Store(&signal)
 	m := map[string]*Entry{}
 	c.filters.Store(&m)
 	// The cleaning goroutine holds only store: stop it when the Cache is gone.
@@ -208,6 +211,10 @@ func (c *Cache) Apply(s events.VoucherState) error {
 	defer c.mu.Unlock()
 	return c.applyLocked(s)
 }
+
+// SoldOut returns a channel closed once the next sold-out entry is stored, of any voucher.
+// A waiter takes it before its Lookup, so that an entry stored in between still wakes it.
+func (c *Cache) SoldOut() <-chan struct{} { return *c.soldOut.Load() }
 
 // Version returns a number that changes whenever code's state is written. Read it before
 // fetching a state and pass it to ApplyIf.
@@ -270,6 +277,8 @@ func (c *Cache) applyLocked(s events.VoucherState) error {
 		c.publishLocked(s.Code, nil)
 		return err
 	}
+	next := make(chan struct{})
+	close(*c.soldOut.Swap(&next))
 	return nil
 }
 

@@ -55,7 +55,7 @@ func EdgeConfig() config.Edge {
 		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second,
 		MaxHeaderBytes: 8192, MaxBodyBytes: 1 << 20, MaxAPIBodyBytes: 8192, MaxRespBytes: 4 << 20,
 		ShutdownGrace: time.Second, BackendTimeout: 3 * time.Second, UpstreamTimeout: 10 * time.Second,
-		DialTimeout: 500 * time.Millisecond, ConnWait: 100 * time.Millisecond, MaxConns: 512,
+		DialTimeout: 500 * time.Millisecond, ConnWait: 100 * time.Millisecond, MaxConns: 512, ReserveWait: time.Second,
 		HealthEvery: time.Second, HealthTimeout: 500 * time.Millisecond, HealthFalls: 2,
 		SoldOutTTL: time.Hour, SoldOutRefresh: 0, StateEvery: 200 * time.Millisecond, SyncWait: 0,
 	}

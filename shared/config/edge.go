@@ -33,7 +33,8 @@ type Edge struct {
 	UpstreamTimeout time.Duration `env:"VG_EDGE_UPSTREAM_TIMEOUT" envDefault:"10s"`
 	DialTimeout     time.Duration `env:"VG_EDGE_DIAL_TIMEOUT" envDefault:"500ms"`
 	ConnWait        time.Duration `env:"VG_EDGE_CONN_WAIT" envDefault:"100ms"`
-	MaxConns        int           `env:"VG_EDGE_MAX_CONNS" envDefault:"512"` // per backend, and to the upstream
+	MaxConns        int           `env:"VG_EDGE_MAX_CONNS" envDefault:"512"`   // per backend, and to the upstream
+	ReserveWait     time.Duration `env:"VG_EDGE_RESERVE_WAIT" envDefault:"1s"` // for a backend slot, when 3/4 of the connections carry reservations
 
 	// Backend pool health.
 	HealthEvery   time.Duration `env:"VG_EDGE_HEALTH_EVERY" envDefault:"1s"`
@@ -45,6 +46,12 @@ type Edge struct {
 	SoldOutRefresh time.Duration `env:"VG_EDGE_SOLDOUT_REFRESH" envDefault:"2s"` // 0: never read ahead
 	StateEvery     time.Duration `env:"VG_EDGE_STATE_EVERY" envDefault:"200ms"`  // per voucher
 	SyncWait       time.Duration `env:"VG_EDGE_SYNC_WAIT" envDefault:"1s"`
+}
+
+// ReserveSlots is how many reservations may be at the backends at once: three quarters of the
+// connections to them, so that confirms, releases, quota calls and state reads still find one.
+func (c Edge) ReserveSlots() int {
+	return max(1, c.MaxConns*len(c.Backends)*3/4)
 }
 
 // LoadEdge reads the edge's settings and checks them.
@@ -86,7 +93,7 @@ func (c Edge) Check() error {
 		{"VG_EDGE_BACKEND_TIMEOUT", c.BackendTimeout}, {"VG_EDGE_UPSTREAM_TIMEOUT", c.UpstreamTimeout},
 		{"VG_EDGE_DIAL_TIMEOUT", c.DialTimeout}, {"VG_EDGE_HEALTH_EVERY", c.HealthEvery},
 		{"VG_EDGE_HEALTH_TIMEOUT", c.HealthTimeout}, {"VG_EDGE_SOLDOUT_TTL", c.SoldOutTTL},
-		{"VG_EDGE_STATE_EVERY", c.StateEvery},
+		{"VG_EDGE_STATE_EVERY", c.StateEvery}, {"VG_EDGE_RESERVE_WAIT", c.ReserveWait},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("%s is %v; expected a positive duration such as 500ms", d.name, d.v)
