@@ -7,8 +7,9 @@ import (
 )
 
 // The one rule for the ids the API takes, in bodies and in paths alike, so that an id is
-// exactly what the client sent and names one thing: the decoders (reservation, quota), the
-// backend's path parsing and the edge's path check all call it.
+// exactly what the client sent and names one thing: the reservation decoder, the quota
+// service's checks of what the quota decoders read, the backend's confirm and release paths,
+// and the edge's path check and sold-out orderId reader all call it.
 
 // CheckID reports why s cannot be an orderId or a string customerId (named what), or nil. An
 // id is 1 to max bytes of text (see CheckText) that fits one URL path segment: no '/', and
