@@ -139,4 +139,10 @@ func TestQuotaIDsAreText(t *testing.T) {
 	if status != 400 || !strings.Contains(string(got), "idemKey") {
 		t.Errorf("rollback with a lone surrogate idemKey: %d %s; want 400 naming idemKey", status, got)
 	}
+	for _, identity := range []string{"u-%C2%85", "u-%EF%BF%BD", "u-%FF"} {
+		status, got := b.Do(t, "GET", "/quotas/usage?bizId=1&identityType=USER&dimension=ITEM:1&identity="+identity, nil)
+		if status != 400 || !strings.Contains(string(got), "identity") {
+			t.Errorf("usage of identity %s: %d %s; want 400 naming identity", identity, status, got)
+		}
+	}
 }
