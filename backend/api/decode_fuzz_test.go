@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"vouchergate/shared/wire"
 )
@@ -67,14 +70,23 @@ func stdDecodeReserve(body []byte) (stdReserve, error) {
 		return r, err
 	}
 	switch {
-	case wire.CheckID("customerId", r.CustomerID.id, wire.MaxCustomerLen) != nil:
+	case !stdID(r.CustomerID.id, wire.MaxCustomerLen):
 		return r, errors.New("bad customerId")
-	case wire.CheckID("orderId", r.OrderID, wire.MaxOrderIDLen) != nil:
+	case !stdID(r.OrderID, wire.MaxOrderIDLen):
 		return r, errors.New("bad orderId")
 	case r.OrderAmount == nil || *r.OrderAmount < 0:
 		return r, errors.New("bad orderAmount")
 	}
 	return r, nil
+}
+
+// stdID is the README's id rule, read from its words with the unicode package rather than by
+// wire.CheckID: 1 to max bytes of valid UTF-8, no control character (unicode.IsControl: C0, DEL,
+// C1), no '/', not "." or "..", and no U+FFFD, which encoding/json makes of bytes that are not
+// UTF-8 and of lone surrogate escapes: json.Unmarshal has already replaced those here.
+func stdID(s string, max int) bool {
+	return s != "" && len(s) <= max && utf8.ValidString(s) && s != "." && s != ".." &&
+		!strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError || r == '/' })
 }
 
 var reserveSeeds = []string{
@@ -104,6 +116,16 @@ var reserveSeeds = []string{
 	`{"customerId":"a\u00e9\ud800\/","orderId":"o1","orderAmount":1}`,
 	"{\"customerId\":\"a\xffb\",\"orderId\":\"o1\",\"orderAmount\":1}",
 	`{"customerId":"c1","orderId":"o/1","orderAmount":100}`,
+	"{\"customerId\":\"c1\",\"orderId\":\"M-\xff\",\"orderAmount\":1}",
+	"{\"customerId\":\"c1\",\"orderId\":\"M-\xfe\",\"orderAmount\":1}",
+	`{"customerId":"c1","orderId":"M-\udcff","orderAmount":1}`,
+	`{"customerId":"c1","orderId":"M-\ud83d\ude00","orderAmount":1}`,
+	`{"customerId":"c1","orderId":"M-\ufffd","orderAmount":1}`,
+	`{"customerId":"c\u0085","orderId":"M-\u0085","orderAmount":1}`,
+	`{"customerId":"c1","orderId":"M-\u00a0","orderAmount":1}`,
+	`{"customerId":".","orderId":".","orderAmount":1}`,
+	`{"customerId":"..","orderId":"..","orderAmount":1}`,
+	`{"customerId":"...","orderId":"...","orderAmount":1}`,
 	`{"customerId":"\u0000","orderId":"o1","orderAmount":1e400}`,
 	`{"customerId":1,"orderId":"o1","orderAmount":1}]`,
 	`{"customerId":1,"orderId":"o1","orderAmount":1}}`,

@@ -151,3 +151,12 @@ func (p *Process) Kill() {
 	}
 	<-done
 }
+
+// Output returns what the process wrote to stdout and stderr so far, across restarts.
+func (p *Process) Output() string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		p.t.Fatalf("read the backend process log: %v", err)
+	}
+	return string(b)
+}

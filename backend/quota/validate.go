@@ -3,7 +3,6 @@ package quota
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"vouchergate/shared/wire"
 )
@@ -99,16 +98,15 @@ func checkDimension(field, d string, rule bool) error {
 	return checkText(field, value)
 }
 
-// checkText refuses what would make a key name ambiguous or unreadable: invalid UTF-8, control
-// characters and braces (a brace would move the Redis Cluster hash tag).
+// checkText refuses what would make a key name ambiguous or unreadable: what wire.CheckText
+// refuses (bytes that are not UTF-8, U+FFFD, control characters), and braces (a brace would
+// move the Redis Cluster hash tag).
 func checkText(field, s string) error {
-	if !utf8.ValidString(s) {
-		return invalid("%s is not valid UTF-8", field)
+	if err := wire.CheckText(field, s); err != nil {
+		return invalid("%v", err)
 	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == '{' || r == '}' {
-			return invalid("%s contains %q; control characters and braces are not allowed", field, r)
-		}
+	if i := strings.IndexAny(s, "{}"); i >= 0 {
+		return invalid("%s contains %q; braces are not allowed", field, s[i])
 	}
 	return nil
 }

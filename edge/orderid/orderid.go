@@ -144,15 +144,5 @@ func lower(c byte) byte {
 	return c
 }
 
-// validID mirrors wire.CheckID: 1 to MaxOrderIDLen bytes of UTF-8, no control characters, no '/'.
-func validID(id []byte) bool {
-	if len(id) == 0 || len(id) > wire.MaxOrderIDLen || !utf8.Valid(id) {
-		return false
-	}
-	for _, c := range id {
-		if c < 0x20 || c == 0x7f || c == '/' {
-			return false
-		}
-	}
-	return true
-}
+// validID is wire's id rule (wire.CheckID), which the backend applies to the same orderId.
+func validID(id []byte) bool { return wire.IsOrderID(id) }

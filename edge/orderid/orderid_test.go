@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	gojson "github.com/goccy/go-json"
+
+	"vouchergate/shared/wire"
 )
 
 func TestExtract(t *testing.T) {
@@ -37,7 +38,13 @@ func TestExtract(t *testing.T) {
 		{"nested values skipped", `{"a":{"orderId":"inner","b":[1,2.5e-3,{"c":null}]},"orderId":"outer","t":true,"f":false}`, "outer"},
 		{"escaped value", `{"orderId":"a\"b\\c\u00e9\ud83d\ude00"}`, "a\"b\\cé😀"},
 		{"escaped key", `{"order\u0049d":"k"}`, "k"},
-		{"lone surrogate becomes U+FFFD", `{"orderId":"a\ud800b"}`, "a\uFFFDb"},
+		// encoding/json reads U+FFFD, which the backend refuses (wire.CheckText)
+		{"lone surrogate", `{"orderId":"a\ud800b"}`, ""},
+		{"U+FFFD", `{"orderId":"a\ufffdb"}`, ""},
+		{"C1 control in id", `{"orderId":"a\u0085"}`, ""},
+		{"dot", `{"orderId":"."}`, ""},
+		{"two dots", `{"orderId":".."}`, ""},
+		{"three dots", `{"orderId":"..."}`, "..."},
 		{"64 bytes", `{"orderId":"` + long + `"}`, long},
 		{"65 bytes", `{"orderId":"` + long + `x"}`, ""},
 		{"65 bytes escaped", `{"orderId":"` + long + `\u0041"}`, ""},
@@ -112,8 +119,8 @@ func agreesWithEncodingJSON(t *testing.T, body, id []byte) {
 	if req.OrderID != string(id) {
 		t.Fatalf("Extract found %q, encoding/json %q, in %q", id, req.OrderID, body)
 	}
-	if !utf8.Valid(id) || len(id) == 0 || len(id) > len(Buffer{}) {
-		t.Fatalf("Extract found %q, which the backend refuses", id)
+	if err := wire.CheckID("orderId", string(id), len(Buffer{})); err != nil {
+		t.Fatalf("Extract found %q, which the backend refuses: %v", id, err)
 	}
 }
 

@@ -103,7 +103,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	case routeBadCode:
 		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "voucher code must match ^[A-Z0-9_-]{1,32}$")
 	case routeBadOrder:
-		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "orderId must be 1 to 64 bytes of UTF-8 without control characters or '/'")
+		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, wire.CheckID("orderId", string(m.order), wire.MaxOrderIDLen).Error())
 	default: // reserve, confirm, release, quota
 		if len(ctx.Request.Body()) > p.opts.MaxAPIBodyBytes {
 			p.reject(ctx, fasthttp.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "the body is larger than the limit")

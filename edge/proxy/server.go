@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"vouchergate/shared/httplog"
 )
 
 // ServerOptions bound what a client may send and how long it may take.
@@ -21,6 +23,8 @@ func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:               p.Handle,
 		ErrorHandler:          p.ReadFailure,
+		Logger:                httplog.New(p.log, httplog.Every, nil), // never the request's bytes
+		SecureErrorLogMessage: true,
 		Name:                  "vouchergate-edge",
 		ReadTimeout:           o.ReadTimeout,
 		WriteTimeout:          o.WriteTimeout,

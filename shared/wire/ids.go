@@ -30,25 +30,6 @@ func ValidCode(s string) bool {
 	return true
 }
 
-// CheckID reports why s cannot be an orderId or customerId (named what), or nil:
-// 1 to max bytes of UTF-8 with no control characters and no '/', so it fits a URL path segment.
-func CheckID(what, s string, max int) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%s is required", what)
-	case len(s) > max:
-		return fmt.Errorf("%s is %d bytes; at most %d", what, len(s), max)
-	case !utf8.ValidString(s):
-		return fmt.Errorf("%s is not valid UTF-8", what)
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == '/' {
-			return fmt.Errorf("%s contains %q; control characters and '/' are not allowed", what, r)
-		}
-	}
-	return nil
-}
-
 // MaxCustomerNumber is the largest numeric customerId: the seed stores customer_id as a
 // signed 64-bit BIGINT.
 const MaxCustomerNumber = math.MaxInt64
