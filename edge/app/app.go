@@ -83,6 +83,7 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 	a.server = proxy.NewServer(a.Proxy, proxy.ServerOptions{
 		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
 		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: cfg.MaxBodyBytes,
+		MaxConns: cfg.MaxClientConns, MaxConnsPerIP: cfg.MaxConnsPerIP,
 	})
 	if err = a.waitForSoldOutSet(ctx); err != nil {
 		return nil, err
@@ -120,7 +121,9 @@ func (a *App) proxyOptions(clientOpts upstream.Options) proxy.Options {
 	opts := proxy.Options{
 		Backends: a.Pool, SoldOut: a.Cache, Refresher: a.Refresher, Local: a.local,
 		BackendTimeout: cfg.BackendTimeout, CheckoutTimeout: cfg.UpstreamTimeout,
-		MaxAPIBodyBytes: cfg.MaxAPIBodyBytes, Metrics: a.Metrics, Log: a.log,
+		MaxAPIBodyBytes: cfg.MaxAPIBodyBytes, MaxBodyBytes: cfg.MaxBodyBytes, BodyBudget: cfg.BodyBudgetBytes,
+		MaxUpstreamHead: config.HeaderLimit(cfg.MaxHeaderBytes).Forwarded(),
+		Metrics:         a.Metrics, Log: a.log,
 	}
 	if cfg.Upstream != "" {
 		addr, tls, _ := config.SplitUpstream(cfg.Upstream) // checked by cfg.Check
@@ -157,10 +160,12 @@ func (a *App) ListenAndServe() error {
 // stops learning and checking.
 func (a *App) Close() error {
 	var errs []error
-	if a.server != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownGrace)
-		errs = append(errs, a.server.ShutdownWithContext(ctx))
-		cancel()
+	for _, s := range []*fasthttp.Server{a.server} {
+		if s != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownGrace)
+			errs = append(errs, s.ShutdownWithContext(ctx))
+			cancel()
+		}
 	}
 	if a.Listener != nil {
 		a.Listener.Close()

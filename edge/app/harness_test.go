@@ -23,6 +23,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	backendtest.RemoveBinary() // built by the tests that run the backend as a process
+	removeEdgeBinary()         // built by the tests that run the edge as a process
 	os.Exit(code)
 }
 

@@ -94,10 +94,17 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, to Doer, timeout time.Duration
 
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
-	ctx.Request.CopyTo(req)
+	// Everything but the body is copied; the body, read once by readBody, is sent as it is.
+	ctx.Request.Header.CopyTo(&req.Header)
+	ctx.Request.URI().CopyTo(req.URI())
+	req.SetBodyRaw(ctx.Request.Body())
 	stripHopByHop(&req.Header)
 	appendForwardedFor(&req.Header, ctx.RemoteAddr())
 	req.Header.SetBytesV(headerRequestID, id)
+	if status, code, message := p.checkHeaderSize(req); status != 0 {
+		p.reject(ctx, status, code, message)
+		return
+	}
 
 	resp := &ctx.Response
 	if err := to.Do(req, resp, time.Now().Add(timeout)); err != nil {

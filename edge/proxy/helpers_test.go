@@ -173,7 +173,8 @@ func startEdge(t testing.TB, c edgeConfig) *edge {
 	t.Cleanup(refresher.Close)
 	o := Options{
 		Backends: pool, SoldOut: cache, Refresher: refresher, Local: c.local,
-		BackendTimeout: c.timeout, CheckoutTimeout: c.timeout, MaxAPIBodyBytes: c.maxAPI, Log: testkit.QuietLog,
+		BackendTimeout: c.timeout, CheckoutTimeout: c.timeout, MaxAPIBodyBytes: c.maxAPI, MaxBodyBytes: c.maxBody,
+		MaxUpstreamHead: c.maxHeader + 1024, Log: testkit.QuietLog,
 	}
 	if c.checkout != "" {
 		o.Checkout = upstream.NewClient(c.checkout, false, clientOpts)

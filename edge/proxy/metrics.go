@@ -17,6 +17,7 @@ type metrics struct {
 	learnedFrom409  prometheus.Counter // 409 OUT_OF_STOCK passing through, each asking for the holders
 	refreshesAsked  prometheus.Counter // busy entries asking to be read again before they expire
 	rejectedRequest prometheus.Counter // 4xx given by the edge for a bad request
+	bodyBudgetFull  prometheus.Counter // 503 given because the bodies being read filled the budget
 }
 
 var routeNames = [...]string{
@@ -40,6 +41,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		learnedFrom409:  counter("vg_edge_learned_from_409_total", "Backend 409 OUT_OF_STOCK answers passing through."),
 		refreshesAsked:  counter("vg_edge_refreshes_asked_total", "Sold-out entries read again before they expire."),
 		rejectedRequest: counter("vg_edge_rejected_requests_total", "Requests the edge refused as malformed, too large or not allowed."),
+		bodyBudgetFull:  counter("vg_edge_body_budget_full_total", "Requests answered 503 because the bodies being read filled VG_EDGE_BODY_BUDGET_BYTES."),
 	}
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vg_edge_requests_total",
 		Help: "Requests by route."}, []string{"route"})
@@ -53,7 +55,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(requests, upstream, m.soldOut, m.holderForwards, m.unreadable, m.learnedFrom409,
-			m.refreshesAsked, m.rejectedRequest)
+			m.refreshesAsked, m.rejectedRequest, m.bodyBudgetFull)
 	}
 	return m
 }

@@ -42,6 +42,9 @@ type Options struct {
 	BackendTimeout  time.Duration           // one backend call, in all
 	CheckoutTimeout time.Duration           // one checkout call, in all
 	MaxAPIBodyBytes int                     // body limit of voucher and quota requests
+	MaxBodyBytes    int                     // body limit of checkout requests; MaxAPIBodyBytes when lower
+	BodyBudget      int                     // checkout bodies being read or forwarded, in bytes in all; 0: no bound
+	MaxUpstreamHead int                     // the largest request header sent upstream (config.HeaderLimit.Forwarded); 0: no check
 	Metrics         prometheus.Registerer   // takes the proxy's counters; nil: counted, not exported
 	Log             *slog.Logger
 }
@@ -54,6 +57,9 @@ type Proxy struct {
 	idPrefix []byte // this edge's request-id prefix
 	idSeq    atomic.Uint64
 	errLog   logLimit
+
+	bodies    budget    // checkout bodies held
+	apiBodies apiBodies // buffers for voucher and quota bodies
 }
 
 // New returns a Proxy.
@@ -61,10 +67,14 @@ func New(o Options) *Proxy {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	o.MaxBodyBytes = max(o.MaxBodyBytes, o.MaxAPIBodyBytes)
 	var r [4]byte
 	_, _ = rand.Read(r[:])
-	return &Proxy{opts: o, log: o.Log, counts: newMetrics(o.Metrics),
+	p := &Proxy{opts: o, log: o.Log, counts: newMetrics(o.Metrics),
 		idPrefix: []byte("edge-" + hex.EncodeToString(r[:]) + "-"), errLog: logLimit{every: time.Second}}
+	p.bodies.max = int64(o.BodyBudget)
+	p.apiBodies.size = o.MaxAPIBodyBytes
+	return p
 }
 
 // Handle routes one request.
@@ -93,6 +103,11 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")
 			return
 		}
+		held, ok := p.readBody(ctx, p.opts.MaxBodyBytes, true)
+		if !ok {
+			return
+		}
+		defer p.release(held)
 		p.forward(ctx, p.opts.Checkout, p.opts.CheckoutTimeout, nil)
 	case routeNotFound:
 		p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")
@@ -101,10 +116,11 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	case routeBadOrder:
 		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "orderId must be 1 to 64 bytes of UTF-8 without control characters or '/'")
 	default: // reserve, confirm, release, quota
-		if len(ctx.Request.Body()) > p.opts.MaxAPIBodyBytes {
-			p.reject(ctx, fasthttp.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "the body is larger than the limit")
+		held, ok := p.readBody(ctx, p.opts.MaxAPIBodyBytes, false)
+		if !ok {
 			return
 		}
+		defer p.release(held)
 		if m.route == routeReserve {
 			p.reserve(ctx, m.code)
 			return
