@@ -16,7 +16,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	e := startEdge(t, edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b.Addr))
 	granted := sellOut(t, b, e, "METRICS", 2)
 	testkit.Eventually(t, "sell-out learned", func() bool { return e.knows("METRICS") })
-	url := "http://" + e.Addr + "/metrics"
+	url := "http://" + e.Ops + "/metrics"
 
 	before := testkit.ScrapeMetrics(t, url)
 	if a := e.reserve(t, "METRICS", "late", "late-order"); a.Status != 409 {

@@ -10,7 +10,8 @@ import (
 )
 
 // hopByHop are the headers that describe one connection, not the message (RFC 9110 §7.6.1),
-// plus Expect: the edge has already read the whole body.
+// plus Expect: the edge has already read the whole body. Look-alikes with '_' for '-' are
+// dropped too (headers.go).
 var hopByHop = []string{
 	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect",
@@ -98,6 +99,10 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, to Doer, timeout time.Duration
 	ctx.Request.Header.CopyTo(&req.Header)
 	ctx.Request.URI().CopyTo(req.URI())
 	req.SetBodyRaw(ctx.Request.Body())
+	if status, code, message := p.upstreamHeader(ctx, &req.Header); status != 0 {
+		p.reject(ctx, status, code, message)
+		return
+	}
 	stripHopByHop(&req.Header)
 	appendForwardedFor(&req.Header, ctx.RemoteAddr())
 	req.Header.SetBytesV(headerRequestID, id)

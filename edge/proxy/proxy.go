@@ -1,7 +1,7 @@
 // Package proxy is the edge's HTTP handler: it answers reservations for sold-out vouchers from
 // the sold-out cache, sends voucher and quota requests to the backend pool and everything else
-// to the checkout API, with bounded calls and clean headers, and answers its own /healthz,
-// /readyz and /metrics.
+// to the checkout API, with bounded calls and clean headers, and answers its own /healthz and
+// /readyz.
 //
 // A request's way: route by path (routes.go) → sold-out check for reservations (soldout.go) →
 // forward (forward.go) → relay the answer, or a JSON error (answers.go).
@@ -38,7 +38,7 @@ type Options struct {
 	Checkout        Doer                    // the checkout API: every other path; nil: 404
 	SoldOut         *soldout.Cache          // vouchers known to be sold out, with their holders
 	Refresher       Asker                   // reads a voucher's holders after a passing 409
-	Local           fasthttp.RequestHandler // /healthz, /readyz, /metrics; nil: 404
+	Local           fasthttp.RequestHandler // /healthz, /readyz; nil: 404
 	BackendTimeout  time.Duration           // one backend call, in all
 	CheckoutTimeout time.Duration           // one checkout call, in all
 	MaxAPIBodyBytes int                     // body limit of voucher and quota requests

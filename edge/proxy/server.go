@@ -20,7 +20,7 @@ type ServerOptions struct {
 // NewServer returns a fasthttp server running p, whose malformed, slow or oversized requests
 // get JSON 4xx answers. Bodies are streamed to p, which reads each up to its route's limit
 // (body.go); a connection over a cap gets fasthttp's plain-text 503 (all) or 429 (per address)
-// and is closed.
+// and is closed. Serve it on StrictLines(ln).
 func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:            p.Handle,
@@ -36,6 +36,7 @@ func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
 		DisablePreParseMultipartForm: true,
 		ExpectHandler:                p.Expect,
 		HeaderReceived:               p.HeaderReceived,
+		ConnState:                    connState,
 		Concurrency:                  o.MaxConns,
 		MaxConnsPerIP:                o.MaxConnsPerIP,
 		NoDefaultServerHeader:        true,
