@@ -37,6 +37,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		{"vg_edge_requests_total", []string{"route", "reserve"}, 2},
 		{"vg_edge_requests_total", []string{"route", "confirm"}, 0},
 		{"vg_edge_unreadable_forwards_total", nil, 0},
+		{"vg_edge_slow_reads_total", nil, 0},
 		{"vg_edge_body_budget_full_total", nil, 0},
 		{"vg_edge_learned_from_409_total", nil, 0},
 		{"vg_edge_refreshes_asked_total", nil, 0},

@@ -12,7 +12,8 @@ type metrics struct {
 	requests        [routeBadOrder + 1]prometheus.Counter // by route
 	soldOut         prometheus.Counter                    // reservations answered 409 here
 	holderForwards  prometheus.Counter                    // reservations of a sold-out voucher forwarded: a holder's retry (or a false positive)
-	unreadable      prometheus.Counter                    // reservations of a sold-out voucher forwarded: orderId not read with certainty
+	unreadable      prometheus.Counter                    // reservations of a sold-out voucher forwarded: the backend would not read the body
+	slowReads       prometheus.Counter                    // reservations of a sold-out voucher whose body took the full decode
 	upstreamErrors  [len(upstreamStatuses)]prometheus.Counter
 	learnedFrom409  prometheus.Counter // 409 OUT_OF_STOCK passing through, each asking for the holders
 	refreshesAsked  prometheus.Counter // busy entries asking to be read again before they expire
@@ -37,7 +38,8 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	m := metrics{
 		soldOut:         counter("vg_edge_soldout_answers_total", "Reservations answered 409 OUT_OF_STOCK by the edge."),
 		holderForwards:  counter("vg_edge_holder_forwards_total", "Reservations of a sold-out voucher forwarded because the order may hold a use."),
-		unreadable:      counter("vg_edge_unreadable_forwards_total", "Reservations of a sold-out voucher forwarded because the orderId could not be read with certainty."),
+		unreadable:      counter("vg_edge_unreadable_forwards_total", "Reservations of a sold-out voucher forwarded because the backend would refuse the body (it gets the backend's 400)."),
+		slowReads:       counter("vg_edge_slow_reads_total", "Reservations of a sold-out voucher whose orderId the fast scanner could not be certain of, read with a full JSON decode."),
 		learnedFrom409:  counter("vg_edge_learned_from_409_total", "Backend 409 OUT_OF_STOCK answers passing through."),
 		refreshesAsked:  counter("vg_edge_refreshes_asked_total", "Sold-out entries read again before they expire."),
 		rejectedRequest: counter("vg_edge_rejected_requests_total", "Requests the edge refused as malformed, too large or not allowed."),
@@ -55,7 +57,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(requests, upstream, m.soldOut, m.holderForwards, m.unreadable, m.learnedFrom409,
-			m.refreshesAsked, m.rejectedRequest, m.bodyBudgetFull)
+			m.refreshesAsked, m.rejectedRequest, m.slowReads, m.bodyBudgetFull)
 	}
 	return m
 }
