@@ -23,15 +23,20 @@ type ServerOptions struct {
 // and is closed. Serve it on StrictLines(ln).
 func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler:            p.Handle,
-		ErrorHandler:       p.ReadFailure,
-		Name:               "vouchergate-edge",
-		ReadTimeout:        o.ReadTimeout,
-		WriteTimeout:       o.WriteTimeout,
-		IdleTimeout:        o.IdleTimeout,
-		ReadBufferSize:     o.MaxHeaderBytes,
-		MaxRequestBodySize: o.MaxBodyBytes,
-		StreamRequestBody:  true,
+		Handler:               p.Handle,
+		ErrorHandler:          p.ReadFailure,
+		Name:                  "vouchergate-edge",
+		ReadTimeout:           o.ReadTimeout,
+		WriteTimeout:          o.WriteTimeout,
+		IdleTimeout:           o.IdleTimeout,
+		ReadBufferSize:        o.MaxHeaderBytes,
+		MaxRequestBodySize:    o.MaxBodyBytes,
+		NoDefaultServerHeader: true,
+		NoDefaultContentType:  true,
+		CloseOnShutdown:       true,
+
+		// What a client may make the edge hold (issue 12).
+		StreamRequestBody: true,
 		// A multipart body would be read, into temporary files, before the handler could refuse it.
 		DisablePreParseMultipartForm: true,
 		ExpectHandler:                p.Expect,
@@ -39,8 +44,5 @@ func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
 		ConnState:                    connState,
 		Concurrency:                  o.MaxConns,
 		MaxConnsPerIP:                o.MaxConnsPerIP,
-		NoDefaultServerHeader:        true,
-		NoDefaultContentType:         true,
-		CloseOnShutdown:              true,
 	}
 }
