@@ -45,10 +45,11 @@ bench: services bench-edge
 
 ## bench-edge: the edge's sold-out answer against a bare fasthttp server answering the same 409,
 ## same generator and settings, in one run (9 alternating rounds, medians), printing the ratio;
-## first the allocation benchmarks of the sold-out path (2 small allocs/op: bigcache copies key
-## and record). Needs no service.
+## first the allocation benchmarks of the sold-out path (the handler 2 small allocs/op: bigcache
+## copies key and record; the whole server 3: fasthttp drains a streamed body through
+## io.LimitReader). Needs no service.
 bench-edge:
-	$(GO) test -run '^$$' -bench 'SoldOutHandler|BareHandler|Extract|Lookup' -benchmem ./edge/proxy/ ./edge/orderid/ ./edge/soldout/
+	$(GO) test -run '^$$' -bench 'SoldOutHandler|SoldOutServer|BareHandler|Extract|Lookup' -benchmem ./edge/proxy/ ./edge/orderid/ ./edge/soldout/
 	$(GO) run ./loadtest compare -rounds 9 -duration 3s -warmup 500ms -conns 8
 
 ## help: list the targets and what each does

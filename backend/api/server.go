@@ -34,6 +34,7 @@ type Options struct {
 	RequestTimeout time.Duration       // bound on one voucher request's work (5s)
 	DBTimeout      time.Duration       // bound on a quota rule call's PostgreSQL work (2s)
 	MaxBodyBytes   int                 // larger bodies get 413 PAYLOAD_TOO_LARGE (8192)
+	ReadBufferSize int                 // the largest request header read, request line included (fasthttp's 4096)
 	Jobs           Jobs                // nil: /admin/expire and /admin/reconcile answer 404
 	Metrics        prometheus.Gatherer // nil: /metrics answers 404
 	Log            *slog.Logger
@@ -79,6 +80,7 @@ func (s *Server) HTTPServer() *fasthttp.Server {
 		Handler:            s.Handle,
 		Name:               "vouchergate-backend",
 		MaxRequestBodySize: s.opts.MaxBodyBytes,
+		ReadBufferSize:     s.opts.ReadBufferSize, // what the edge forwards: config.HeaderLimit.Forwarded
 		ReadTimeout:        10 * time.Second,
 		WriteTimeout:       10 * time.Second,
 		IdleTimeout:        60 * time.Second,

@@ -50,10 +50,11 @@ func Config(t testing.TB) config.Backend {
 		DBTimeout:      10 * time.Second,
 		// Packages run two at a time, some with two backends each, against one PostgreSQL of
 		// 100 connections: 32 each could take them all ("too many clients already").
-		DBMaxConns:   10,
-		InFlightWait: 10 * time.Second,
-		MaxBodyBytes: 8192,
-		SoldOutEvery: 250 * time.Millisecond,
+		DBMaxConns:     10,
+		InFlightWait:   10 * time.Second,
+		MaxBodyBytes:   8192,
+		MaxHeaderBytes: 8192,
+		SoldOutEvery:   250 * time.Millisecond,
 		// jobs are off (zero intervals); tests run them through the admin API or App.Jobs
 		ReconcileGrace: 30 * time.Second,
 		WarmupAhead:    10 * time.Minute,

@@ -35,6 +35,7 @@ type App struct {
 	Metrics   *prometheus.Registry // the proxy's counters and the edge's state, served at /metrics
 
 	server  *fasthttp.Server
+	ops     *fasthttp.Server // /healthz, /readyz in full and /metrics, on cfg.OpsAddr
 	metrics fasthttp.RequestHandler
 	log     *slog.Logger
 }
@@ -83,7 +84,9 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 	a.server = proxy.NewServer(a.Proxy, proxy.ServerOptions{
 		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
 		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: cfg.MaxBodyBytes,
+		MaxConns: cfg.MaxClientConns, MaxConnsPerIP: cfg.MaxConnsPerIP,
 	})
+	a.ops = newOpsServer(a.opsLocal)
 	if err = a.waitForSoldOutSet(ctx); err != nil {
 		return nil, err
 	}
@@ -120,7 +123,9 @@ func (a *App) proxyOptions(clientOpts upstream.Options) proxy.Options {
 	opts := proxy.Options{
 		Backends: a.Pool, SoldOut: a.Cache, Refresher: a.Refresher, Local: a.local,
 		BackendTimeout: cfg.BackendTimeout, CheckoutTimeout: cfg.UpstreamTimeout,
-		MaxAPIBodyBytes: cfg.MaxAPIBodyBytes, Metrics: a.Metrics, Log: a.log,
+		MaxAPIBodyBytes: cfg.MaxAPIBodyBytes, MaxBodyBytes: cfg.MaxBodyBytes, BodyBudget: cfg.BodyBudgetBytes,
+		MaxUpstreamHead: config.HeaderLimit(cfg.MaxHeaderBytes).Forwarded(),
+		Metrics:         a.Metrics, Log: a.log,
 		ReserveSlots: cfg.ReserveSlots(), ReserveWait: cfg.ReserveWait,
 	}
 	if cfg.Upstream != "" {
@@ -146,22 +151,41 @@ func (a *App) waitForSoldOutSet(ctx context.Context) error {
 }
 
 // Serve answers HTTP on ln until Close.
-func (a *App) Serve(ln net.Listener) error { return a.server.Serve(ln) }
+func (a *App) Serve(ln net.Listener) error { return a.server.Serve(proxy.StrictLines(ln)) }
 
-// ListenAndServe answers HTTP on the configured address until Close.
+// ServeOps answers the ops paths (/healthz, /readyz in full, /metrics) on ln until Close.
+func (a *App) ServeOps(ln net.Listener) error { return a.ops.Serve(ln) }
+
+// ListenAndServe answers HTTP on the configured address, and the ops paths on the ops address
+// if one is set, until Close.
 func (a *App) ListenAndServe() error {
-	a.log.Info("edge listening", "addr", a.Config.Addr, "backends", a.Config.Backends, "upstream", a.Config.Upstream)
-	return a.server.ListenAndServe(a.Config.Addr)
+	a.log.Info("edge listening", "addr", a.Config.Addr, "ops", a.Config.OpsAddr, "backends", a.Config.Backends, "upstream", a.Config.Upstream)
+	errc := make(chan error, 2)
+	if a.Config.OpsAddr != "" {
+		ln, err := net.Listen("tcp", a.Config.OpsAddr)
+		if err != nil {
+			return fmt.Errorf("VG_EDGE_OPS_ADDR=%s: %w", a.Config.OpsAddr, err)
+		}
+		go func() { errc <- a.ServeOps(ln) }()
+	}
+	ln, err := net.Listen("tcp", a.Config.Addr)
+	if err != nil {
+		return fmt.Errorf("VG_EDGE_ADDR=%s: %w", a.Config.Addr, err)
+	}
+	go func() { errc <- a.Serve(ln) }()
+	return <-errc
 }
 
 // Close stops serving (letting requests in flight finish within the shutdown grace), then
 // stops learning and checking.
 func (a *App) Close() error {
 	var errs []error
-	if a.server != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownGrace)
-		errs = append(errs, a.server.ShutdownWithContext(ctx))
-		cancel()
+	for _, s := range []*fasthttp.Server{a.server, a.ops} {
+		if s != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownGrace)
+			errs = append(errs, s.ShutdownWithContext(ctx))
+			cancel()
+		}
 	}
 	if a.Listener != nil {
 		a.Listener.Close()

@@ -23,6 +23,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	backendtest.RemoveBinary() // built by the tests that run the backend as a process
+	removeEdgeBinary()         // built by the tests that run the edge as a process
 	os.Exit(code)
 }
 
@@ -41,11 +42,13 @@ func edgeConfig(natsURL, natsPrefix string, backends ...string) config.Edge {
 	}
 }
 
-// edge is a running test edge and a client for it.
+// edge is a running test edge, with its ops listener, and a client for it.
 type edge struct {
 	App    *app.App
 	Addr   string
+	Ops    string // the ops listener: /readyz in full, /metrics
 	client *fasthttp.HostClient
+	ops    *fasthttp.HostClient
 }
 
 func startEdge(t *testing.T, cfg config.Edge) *edge {
@@ -60,11 +63,16 @@ func startEdge(t *testing.T, cfg config.Edge) *edge {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go a.Serve(ln) //nolint:errcheck
+	opsLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go a.Serve(ln)       //nolint:errcheck
+	go a.ServeOps(opsLn) //nolint:errcheck
 	t.Cleanup(func() { _ = a.Close() })
-	return &edge{App: a, Addr: ln.Addr().String(), client: &fasthttp.HostClient{
+	return &edge{App: a, Addr: ln.Addr().String(), Ops: opsLn.Addr().String(), client: &fasthttp.HostClient{
 		Addr: ln.Addr().String(), MaxConns: 256, ReadTimeout: 15 * time.Second, WriteTimeout: 15 * time.Second,
-	}}
+	}, ops: &fasthttp.HostClient{Addr: opsLn.Addr().String(), ReadTimeout: 15 * time.Second, WriteTimeout: 15 * time.Second}}
 }
 
 type answer struct {
@@ -74,16 +82,27 @@ type answer struct {
 
 func (e *edge) do(t testing.TB, method, path, body string) answer {
 	t.Helper()
+	return e.doWith(t, e.client, method, path, body)
+}
+
+// doOps asks the ops listener.
+func (e *edge) doOps(t testing.TB, method, path string) answer {
+	t.Helper()
+	return e.doWith(t, e.ops, method, path, "")
+}
+
+func (e *edge) doWith(t testing.TB, client *fasthttp.HostClient, method, path, body string) answer {
+	t.Helper()
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.Header.SetMethod(method)
-	req.SetRequestURI("http://" + e.Addr + path)
+	req.SetRequestURI("http://" + client.Addr + path)
 	if body != "" {
 		req.SetBodyString(body)
 		req.Header.SetContentType("application/json")
 	}
-	if err := e.client.DoTimeout(req, resp, 15*time.Second); err != nil {
+	if err := client.DoTimeout(req, resp, 15*time.Second); err != nil {
 		t.Errorf("%s %s through the edge: %v", method, path, err)
 		return answer{}
 	}
@@ -188,7 +207,7 @@ func discountOf(t *testing.T, body string) int64 {
 
 // metrics returns the edge's sold-out counters, for logs.
 func metrics(t *testing.T, e *edge) string {
-	a := e.do(t, "GET", "/metrics", "")
+	a := e.doOps(t, "GET", "/metrics")
 	var out []string
 	for _, line := range strings.Split(a.Body, "\n") {
 		if strings.HasPrefix(line, "vg_edge_") && !strings.HasPrefix(line, "vg_edge_requests_total") {

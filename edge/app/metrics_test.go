@@ -16,7 +16,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	e := startEdge(t, edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b.Addr))
 	granted := sellOut(t, b, e, "METRICS", 2)
 	testkit.Eventually(t, "sell-out learned", func() bool { return e.knows("METRICS") })
-	url := "http://" + e.Addr + "/metrics"
+	url := "http://" + e.Ops + "/metrics"
 
 	before := testkit.ScrapeMetrics(t, url)
 	if a := e.reserve(t, "METRICS", "late", "late-order"); a.Status != 409 {
@@ -37,6 +37,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		{"vg_edge_requests_total", []string{"route", "reserve"}, 2},
 		{"vg_edge_requests_total", []string{"route", "confirm"}, 0},
 		{"vg_edge_unreadable_forwards_total", nil, 0},
+		{"vg_edge_slow_reads_total", nil, 0},
+		{"vg_edge_body_budget_full_total", nil, 0},
 		{"vg_edge_learned_from_409_total", nil, 0},
 		{"vg_edge_refreshes_asked_total", nil, 0},
 		{"vg_edge_rejected_requests_total", nil, 0},

@@ -2,8 +2,11 @@ package app
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"vouchergate/shared/wire"
 )
 
 // readiness is the body of /readyz.
@@ -25,30 +28,67 @@ type natsState struct {
 	Syncs     uint64 `json:"syncs"`
 }
 
-// local answers the edge's own paths. /readyz is 503 while no backend is healthy: the edge
-// can still answer sold-out vouchers then, but nothing else. NATS being away does not make the
-// edge unready; it learns from the backends meanwhile.
+// local answers the edge's own paths on the public port: /healthz, and /readyz with nothing
+// but its verdict. Backend addresses, NATS state, the sold-out set and /metrics are for the
+// ops listener (opsLocal) only.
 func (a *App) local(ctx *fasthttp.RequestCtx) {
 	switch string(ctx.Path()) {
 	case "/healthz":
 		respond(ctx, fasthttp.StatusOK, map[string]string{"status": "ok"})
 	case "/readyz":
-		r := readiness{SoldOut: a.Cache.Codes(), NATS: a.natsState()}
-		for _, b := range a.Pool.Backends() {
-			r.Backends = append(r.Backends, backend{Addr: b.Addr, Healthy: b.Healthy})
-			r.Ready = r.Ready || b.Healthy
-		}
-		if r.SoldOut == nil {
-			r.SoldOut = []string{}
-		}
-		status := fasthttp.StatusOK
-		if !r.Ready {
-			status = fasthttp.StatusServiceUnavailable
-		}
-		respond(ctx, status, r)
+		r := a.readiness()
+		respond(ctx, readyStatus(r.Ready), map[string]bool{"ready": r.Ready})
+	}
+}
+
+// opsLocal answers the ops listener. /readyz is 503 while no backend is healthy: the edge
+// can still answer sold-out vouchers then, but nothing else. NATS being away does not make the
+// edge unready; it learns from the backends meanwhile.
+func (a *App) opsLocal(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsGet() && !ctx.IsHead() {
+		ctx.Response.Header.Set("Allow", "GET")
+		respond(ctx, fasthttp.StatusMethodNotAllowed, wire.Error{Error: wire.CodeMethodNotAllowed, Message: "use GET"})
+		return
+	}
+	switch string(ctx.Path()) {
+	case "/healthz":
+		respond(ctx, fasthttp.StatusOK, map[string]string{"status": "ok"})
+	case "/readyz":
+		r := a.readiness()
+		respond(ctx, readyStatus(r.Ready), r)
 	case "/metrics":
 		a.metrics(ctx)
+	default:
+		respond(ctx, fasthttp.StatusNotFound, wire.Error{Error: wire.CodeNotFound, Message: "no such path"})
 	}
+}
+
+// newOpsServer returns the server of the ops listener: it reads small GET requests only.
+func newOpsServer(h fasthttp.RequestHandler) *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler: h, Name: "vouchergate-edge-ops", NoDefaultServerHeader: true,
+		ReadTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		MaxRequestBodySize: 1024, Concurrency: 64, CloseOnShutdown: true,
+	}
+}
+
+func (a *App) readiness() readiness {
+	r := readiness{SoldOut: a.Cache.Codes(), NATS: a.natsState()}
+	for _, b := range a.Pool.Backends() {
+		r.Backends = append(r.Backends, backend{Addr: b.Addr, Healthy: b.Healthy})
+		r.Ready = r.Ready || b.Healthy
+	}
+	if r.SoldOut == nil {
+		r.SoldOut = []string{}
+	}
+	return r
+}
+
+func readyStatus(ready bool) int {
+	if ready {
+		return fasthttp.StatusOK
+	}
+	return fasthttp.StatusServiceUnavailable
 }
 
 func (a *App) natsState() natsState {

@@ -31,7 +31,7 @@ func TestStatusEndpoints(t *testing.T) {
 		} `json:"nats"`
 		SoldOut []string `json:"soldOut"`
 	}
-	a := e.do(t, "GET", "/readyz", "")
+	a := e.doOps(t, "GET", "/readyz")
 	if err := json.Unmarshal([]byte(a.Body), &ready); err != nil || a.Status != 200 {
 		t.Fatalf("/readyz: %d %s", a.Status, a.Body)
 	}
@@ -39,13 +39,24 @@ func TestStatusEndpoints(t *testing.T) {
 		len(ready.SoldOut) != 1 || ready.SoldOut[0] != "STATUS" {
 		t.Fatalf("/readyz says %s", a.Body)
 	}
+	// The public port says only whether the edge is ready: no addresses, no sold-out list, no
+	// metrics.
+	if a := e.do(t, "GET", "/readyz", ""); a.Status != 200 || a.Body != `{"ready":true}` {
+		t.Fatalf("public /readyz: %d %s; want 200 {\"ready\":true} and nothing more", a.Status, a.Body)
+	}
+	if a := e.do(t, "GET", "/metrics", ""); a.Status != 404 {
+		t.Fatalf("public /metrics: %d; want 404 (metrics are on the ops listener)", a.Status)
+	}
 
 	b.Kill()
 	testkit.Eventually(t, "backend out", func() bool { return e.App.Pool.Healthy() == 0 })
-	if a := e.do(t, "GET", "/readyz", ""); a.Status != 503 || !strings.Contains(a.Body, `"ready":false`) {
+	if a := e.doOps(t, "GET", "/readyz"); a.Status != 503 || !strings.Contains(a.Body, `"ready":false`) {
 		t.Fatalf("/readyz with no backend: %d %s", a.Status, a.Body)
 	}
-	if n := testkit.ScrapeMetrics(t, "http://"+e.Addr+"/metrics").Value(t, "vg_edge_backends_healthy"); n != 0 {
+	if a := e.do(t, "GET", "/readyz", ""); a.Status != 503 || a.Body != `{"ready":false}` {
+		t.Fatalf("public /readyz with no backend: %d %s", a.Status, a.Body)
+	}
+	if n := testkit.ScrapeMetrics(t, "http://"+e.Ops+"/metrics").Value(t, "vg_edge_backends_healthy"); n != 0 {
 		t.Fatalf("vg_edge_backends_healthy is %v with the backend killed; want 0", n)
 	}
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // hopByHop are the headers that describe one connection, not the message (RFC 9110 §7.6.1),
-// plus Expect: the edge has already read the whole body.
+// plus Expect: the edge has already read the whole body. Look-alikes with '_' for '-' are
+// dropped too (headers.go).
 var hopByHop = []string{
 	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect",
@@ -94,10 +95,21 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, to Doer, timeout time.Duration
 
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
-	ctx.Request.CopyTo(req)
+	// Everything but the body is copied; the body, read once by readBody, is sent as it is.
+	ctx.Request.Header.CopyTo(&req.Header)
+	ctx.Request.URI().CopyTo(req.URI())
+	req.SetBodyRaw(ctx.Request.Body())
+	if status, code, message := p.upstreamHeader(ctx, &req.Header); status != 0 {
+		p.reject(ctx, status, code, message)
+		return
+	}
 	stripHopByHop(&req.Header)
 	appendForwardedFor(&req.Header, ctx.RemoteAddr())
 	req.Header.SetBytesV(headerRequestID, id)
+	if status, code, message := p.checkHeaderSize(req); status != 0 {
+		p.reject(ctx, status, code, message)
+		return
+	}
 
 	resp := &ctx.Response
 	if err := to.Do(req, resp, time.Now().Add(timeout)); err != nil {

@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -175,7 +178,8 @@ func startEdge(t testing.TB, c edgeConfig) *edge {
 	t.Cleanup(refresher.Close)
 	o := Options{
 		Backends: pool, SoldOut: cache, Refresher: refresher, Local: c.local,
-		BackendTimeout: c.timeout, CheckoutTimeout: c.timeout, MaxAPIBodyBytes: c.maxAPI, Log: testkit.QuietLog,
+		BackendTimeout: c.timeout, CheckoutTimeout: c.timeout, MaxAPIBodyBytes: c.maxAPI, MaxBodyBytes: c.maxBody,
+		MaxUpstreamHead: c.maxHeader + 1024, Log: testkit.QuietLog,
 		ReserveSlots: c.slots, ReserveWait: c.slotWait,
 	}
 	if c.checkout != "" {
@@ -187,7 +191,7 @@ func startEdge(t testing.TB, c edgeConfig) *edge {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ln) //nolint:errcheck
+	go srv.Serve(StrictLines(ln)) //nolint:errcheck
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	return &edge{
 		addr: ln.Addr().String(), proxy: p, cache: cache, pool: pool, refresher: refresher,
@@ -243,4 +247,44 @@ func errorCode(t testing.TB, a answerOf) string {
 		t.Fatalf("error answer has Content-Type %q", ct)
 	}
 	return e.Error
+}
+
+// rawClient is a connection written raw and read line by line.
+type rawClient struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func dialRawProxy(t *testing.T, addr string) *rawClient {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	return &rawClient{Conn: c, r: bufio.NewReader(c)}
+}
+
+// drainAnswer reads the rest of an answer whose status line was read: its header and body.
+func drainAnswer(t *testing.T, c *rawClient) {
+	t.Helper()
+	length := -1
+	for {
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line == "\r\n" {
+			break
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "Content-Length") {
+			fmt.Sscan(strings.TrimSpace(v), &length)
+		}
+	}
+	if length > 0 {
+		if _, err := io.ReadFull(c.r, make([]byte, length)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -12,12 +12,14 @@ type metrics struct {
 	requests        [routeBadOrder + 1]prometheus.Counter // by route
 	soldOut         prometheus.Counter                    // reservations answered 409 here
 	holderForwards  prometheus.Counter                    // reservations of a sold-out voucher forwarded: a holder's retry (or a false positive)
-	unreadable      prometheus.Counter                    // reservations of a sold-out voucher forwarded: orderId not read with certainty
+	unreadable      prometheus.Counter                    // reservations of a sold-out voucher forwarded: the backend would not read the body
+	slowReads       prometheus.Counter                    // reservations of a sold-out voucher whose body took the full decode
 	upstreamErrors  [len(upstreamStatuses)]prometheus.Counter
 	learnedFrom409  prometheus.Counter // 409 OUT_OF_STOCK passing through, each asking for the holders
 	refreshesAsked  prometheus.Counter // busy entries asking to be read again before they expire
 	rejectedRequest prometheus.Counter // 4xx given by the edge for a bad request
 	reserveWaits    prometheus.Counter // reservations that found no free backend slot and waited
+	bodyBudgetFull  prometheus.Counter // 503 given because the bodies being read filled the budget
 }
 
 var routeNames = [...]string{
@@ -37,11 +39,13 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	m := metrics{
 		soldOut:         counter("vg_edge_soldout_answers_total", "Reservations answered 409 OUT_OF_STOCK by the edge."),
 		holderForwards:  counter("vg_edge_holder_forwards_total", "Reservations of a sold-out voucher forwarded because the order may hold a use."),
-		unreadable:      counter("vg_edge_unreadable_forwards_total", "Reservations of a sold-out voucher forwarded because the orderId could not be read with certainty."),
+		unreadable:      counter("vg_edge_unreadable_forwards_total", "Reservations of a sold-out voucher forwarded because the backend would refuse the body (it gets the backend's 400)."),
+		slowReads:       counter("vg_edge_slow_reads_total", "Reservations of a sold-out voucher whose orderId the fast scanner could not be certain of, read with a full JSON decode."),
 		learnedFrom409:  counter("vg_edge_learned_from_409_total", "Backend 409 OUT_OF_STOCK answers passing through."),
 		refreshesAsked:  counter("vg_edge_refreshes_asked_total", "Sold-out entries read again before they expire."),
 		rejectedRequest: counter("vg_edge_rejected_requests_total", "Requests the edge refused as malformed, too large or not allowed."),
 		reserveWaits:    counter("vg_edge_reserve_waits_total", "Reservations that found every backend slot taken and waited for one."),
+		bodyBudgetFull:  counter("vg_edge_body_budget_full_total", "Requests answered 503 because the bodies being read filled VG_EDGE_BODY_BUDGET_BYTES."),
 	}
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vg_edge_requests_total",
 		Help: "Requests by route."}, []string{"route"})
@@ -55,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(requests, upstream, m.soldOut, m.holderForwards, m.unreadable, m.learnedFrom409,
-			m.refreshesAsked, m.rejectedRequest, m.reserveWaits)
+			m.refreshesAsked, m.rejectedRequest, m.slowReads, m.bodyBudgetFull, m.reserveWaits)
 	}
 	return m
 }

@@ -1,7 +1,7 @@
 // Package proxy is the edge's HTTP handler: it answers reservations for sold-out vouchers from
 // the sold-out cache, sends voucher and quota requests to the backend pool and everything else
-// to the checkout API, with bounded calls and clean headers, and answers its own /healthz,
-// /readyz and /metrics.
+// to the checkout API, with bounded calls and clean headers, and answers its own /healthz and
+// /readyz.
 //
 // A request's way: route by path (routes.go) → sold-out check for reservations (soldout.go) →
 // forward (forward.go) → relay the answer, or a JSON error (answers.go).
@@ -38,12 +38,15 @@ type Options struct {
 	Checkout        Doer                    // the checkout API: every other path; nil: 404
 	SoldOut         *soldout.Cache          // vouchers known to be sold out, with their holders
 	Refresher       Asker                   // reads a voucher's holders after a passing 409
-	Local           fasthttp.RequestHandler // /healthz, /readyz, /metrics; nil: 404
+	Local           fasthttp.RequestHandler // /healthz, /readyz; nil: 404
 	BackendTimeout  time.Duration           // one backend call, in all
 	CheckoutTimeout time.Duration           // one checkout call, in all
 	MaxAPIBodyBytes int                     // body limit of voucher and quota requests
 	ReserveSlots    int                     // reservations at the backends at once; 0: unbounded
 	ReserveWait     time.Duration           // how long a reservation waits for one of those slots
+	MaxBodyBytes    int                     // body limit of checkout requests; MaxAPIBodyBytes when lower
+	BodyBudget      int                     // checkout bodies being read or forwarded, in bytes in all; 0: no bound
+	MaxUpstreamHead int                     // the largest request header sent upstream (config.HeaderLimit.Forwarded); 0: no check
 	Metrics         prometheus.Registerer   // takes the proxy's counters; nil: counted, not exported
 	Log             *slog.Logger
 }
@@ -57,6 +60,9 @@ type Proxy struct {
 	idSeq    atomic.Uint64
 	errLog   logLimit
 	room     waitRoom
+
+	bodies    budget    // checkout bodies held
+	apiBodies apiBodies // buffers for voucher and quota bodies
 }
 
 // New returns a Proxy.
@@ -64,11 +70,15 @@ func New(o Options) *Proxy {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	o.MaxBodyBytes = max(o.MaxBodyBytes, o.MaxAPIBodyBytes)
 	var r [4]byte
 	_, _ = rand.Read(r[:])
-	return &Proxy{opts: o, log: o.Log, counts: newMetrics(o.Metrics),
+	p := &Proxy{opts: o, log: o.Log, counts: newMetrics(o.Metrics),
 		idPrefix: []byte("edge-" + hex.EncodeToString(r[:]) + "-"), errLog: logLimit{every: time.Second},
 		room: newWaitRoom(o.ReserveSlots, o.ReserveWait)}
+	p.bodies.max = int64(o.BodyBudget)
+	p.apiBodies.size = o.MaxAPIBodyBytes
+	return p
 }
 
 // Handle routes one request.
@@ -97,6 +107,11 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")
 			return
 		}
+		held, ok := p.readBody(ctx, p.opts.MaxBodyBytes, true)
+		if !ok {
+			return
+		}
+		defer p.release(held)
 		p.forward(ctx, p.opts.Checkout, p.opts.CheckoutTimeout, nil)
 	case routeNotFound:
 		p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")
@@ -105,10 +120,11 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	case routeBadOrder:
 		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, wire.CheckID("orderId", string(m.order), wire.MaxOrderIDLen).Error())
 	default: // reserve, confirm, release, quota
-		if len(ctx.Request.Body()) > p.opts.MaxAPIBodyBytes {
-			p.reject(ctx, fasthttp.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "the body is larger than the limit")
+		held, ok := p.readBody(ctx, p.opts.MaxAPIBodyBytes, false)
+		if !ok {
 			return
 		}
+		defer p.release(held)
 		if m.route == routeReserve {
 			p.reserve(ctx, m.code)
 			return

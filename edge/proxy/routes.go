@@ -11,7 +11,7 @@ type route uint8
 
 const (
 	routeCheckout route = iota // anything else: the checkout API
-	routeLocal                 // the edge's own /healthz, /readyz, /metrics
+	routeLocal                 // the edge's own /healthz, /readyz
 	routeReserve               // POST /vouchers/{code}/reservations: may be answered here
 	routeConfirm               // POST /vouchers/{code}/reservations/{orderId}/confirm
 	routeRelease               // DELETE /vouchers/{code}/reservations/{orderId}
@@ -41,8 +41,10 @@ var (
 // matchPath routes a normalized, decoded path (fasthttp's ctx.Path). It does not allocate.
 func matchPath(path []byte) match {
 	switch string(path) {
-	case "/healthz", "/readyz", "/metrics":
+	case "/healthz", "/readyz":
 		return match{route: routeLocal, allow: "GET"}
+	case "/metrics":
+		return match{route: routeNotFound} // on the ops listener only
 	case "/vouchers", "/quotas":
 		return match{route: routeNotFound}
 	}

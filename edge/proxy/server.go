@@ -15,10 +15,14 @@ type ServerOptions struct {
 	IdleTimeout    time.Duration // a kept-alive connection between requests
 	MaxHeaderBytes int           // a request's header (fasthttp's read buffer)
 	MaxBodyBytes   int           // any request's body
+	MaxConns       int           // open client connections in all; 0: no cap
+	MaxConnsPerIP  int           // open connections from one client address; 0: no cap
 }
 
 // NewServer returns a fasthttp server running p, whose malformed, slow or oversized requests
-// get JSON 4xx answers.
+// get JSON 4xx answers. Bodies are streamed to p, which reads each up to its route's limit
+// (body.go); a connection over a cap gets fasthttp's plain-text 503 (all) or 429 (per address)
+// and is closed. Serve it on StrictLines(ln).
 func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:               p.Handle,
@@ -34,5 +38,15 @@ func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
 		NoDefaultServerHeader: true,
 		NoDefaultContentType:  true,
 		CloseOnShutdown:       true,
+
+		// What a client may make the edge hold (issue 12).
+		StreamRequestBody: true,
+		// A multipart body would be read, into temporary files, before the handler could refuse it.
+		DisablePreParseMultipartForm: true,
+		ExpectHandler:                p.Expect,
+		HeaderReceived:               p.HeaderReceived,
+		ConnState:                    connState,
+		Concurrency:                  o.MaxConns,
+		MaxConnsPerIP:                o.MaxConnsPerIP,
 	}
 }

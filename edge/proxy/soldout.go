@@ -7,9 +7,9 @@ import (
 )
 
 // reserve answers a reservation for a voucher known to be sold out with 409, unless its order
-// may hold a use (a retry of a granted reservation, whose 201 must come again) or its orderId
-// cannot be read with certainty: those, and every reservation of a voucher not known to be sold
-// out, go to the backend, through the waiting room (waitroom.go).
+// may hold a use (a retry of a granted reservation, whose 201 must come again) or the backend
+// would refuse its body (its 400 is the backend's to give): those, and every reservation of a
+// voucher not known to be sold out, go to the backend, through the waiting room (waitroom.go).
 func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte) {
 	if p.answeredFromMemory(ctx, code) {
 		return
@@ -22,7 +22,8 @@ func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte) {
 }
 
 // answeredFromMemory answers 409 OUT_OF_STOCK when code is known to be sold out and the
-// request's order holds no use of it, and reports whether it did.
+// request's order holds no use of it, and reports whether it did. The orderId is read by the
+// fast scanner, or, for a body it cannot be certain of, by a full decode as the backend's.
 func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte) bool {
 	e, refresh := p.opts.SoldOut.Lookup(code, ctx.Time())
 	if e == nil {
@@ -33,7 +34,15 @@ func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte) bool {
 		p.opts.Refresher.Ask(e.Code())
 	}
 	var buf orderid.Buffer // stays on the stack: Extract and MayHold keep no reference
-	id, ok := orderid.Extract(ctx.Request.Body(), &buf)
+	body := ctx.Request.Body()
+	id, ok := orderid.Extract(body, &buf)
+	if !ok {
+		p.counts.slowReads.Inc()
+		var s string
+		if s, ok = orderid.Decode(body); ok {
+			id = []byte(s)
+		}
+	}
 	switch {
 	case !ok:
 		p.counts.unreadable.Inc()

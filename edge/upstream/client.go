@@ -82,6 +82,9 @@ func (c *Client) Do(req *fasthttp.Request, resp *fasthttp.Response, deadline tim
 	if len(req.Header.Host()) == 0 {
 		req.Header.SetHost(c.addr)
 	}
+	// Write the Host header as set: without this fasthttp writes the parsed target's host,
+	// empty for an HTTP/1.0 request without one, in place of the fallback above.
+	req.UseHostHeader = true
 	return c.hc.DoDeadline(req, resp, deadline)
 }
 

@@ -22,6 +22,7 @@ type Backend struct {
 	DBMaxConns        int           `env:"VG_DB_MAX_CONNS" envDefault:"32"`
 	InFlightWait      time.Duration `env:"VG_INFLIGHT_WAIT" envDefault:"1s"`
 	MaxBodyBytes      int           `env:"VG_MAX_BODY_BYTES" envDefault:"8192"`
+	MaxHeaderBytes    int           `env:"VG_MAX_HEADER_BYTES" envDefault:"8192"` // the edge's limit: the backend reads HeaderLimit.Forwarded
 	SoldOutEvery      time.Duration `env:"VG_SOLDOUT_EVERY" envDefault:"250ms"`
 	DemoVoucher       string        `env:"VG_DEMO_VOUCHER"`
 	ExpireEvery       time.Duration `env:"VG_EXPIRE_EVERY" envDefault:"30s"`
@@ -62,6 +63,8 @@ func (c Backend) Check() error {
 		return fmt.Errorf("VG_QUOTA_IDEM_TTL is %v; expected at least 1s, such as 168h", c.QuotaIdemTTL)
 	case c.QuotaRefreshEvery <= 0:
 		return fmt.Errorf("VG_QUOTA_REFRESH_EVERY is %v; expected a positive duration such as 10s", c.QuotaRefreshEvery)
+	case c.MaxHeaderBytes < minHeaderBytes:
+		return fmt.Errorf("%s is %d; expected at least %d", HeaderLimitVar, c.MaxHeaderBytes, minHeaderBytes)
 	case c.MaxBodyBytes < 256:
 		return fmt.Errorf("VG_MAX_BODY_BYTES is %d; expected at least 256", c.MaxBodyBytes)
 	}

@@ -113,7 +113,7 @@ func TestBackendCheck(t *testing.T) {
 	valid := func() Backend {
 		return Backend{HoldTTL: 15 * time.Minute, RequestTimeout: 5 * time.Second, DBTimeout: 2 * time.Second,
 			RedisTimeout: 300 * time.Millisecond, DBMaxConns: 1, ReconcileGrace: 4*time.Second + time.Millisecond,
-			QuotaIdemTTL: time.Second, QuotaRefreshEvery: time.Nanosecond, MaxBodyBytes: 256}
+			QuotaIdemTTL: time.Second, QuotaRefreshEvery: time.Nanosecond, MaxBodyBytes: 256, MaxHeaderBytes: 1024}
 	}
 	if err := valid().Check(); err != nil {
 		t.Fatalf("settings at each bound's edge: %v", err)
@@ -131,6 +131,7 @@ func TestBackendCheck(t *testing.T) {
 		{"VG_QUOTA_IDEM_TTL", func(c *Backend) { c.QuotaIdemTTL = time.Second - 1 }},
 		{"VG_QUOTA_REFRESH_EVERY", func(c *Backend) { c.QuotaRefreshEvery = 0 }},
 		{"VG_MAX_BODY_BYTES", func(c *Backend) { c.MaxBodyBytes = 255 }},
+		{"VG_MAX_HEADER_BYTES", func(c *Backend) { c.MaxHeaderBytes = 1023 }},
 	}
 	for _, tt := range tests {
 		c := valid()

@@ -17,16 +17,23 @@ type Edge struct {
 	Upstream   string   `env:"VG_EDGE_UPSTREAM"` // the checkout API; empty: other paths get 404
 	NATSURL    string   `env:"VG_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
 	NATSPrefix string   `env:"VG_NATS_PREFIX" envDefault:"vouchergate"`
+	OpsAddr    string   `env:"VG_EDGE_OPS_ADDR" envDefault:"127.0.0.1:9081"` // /readyz in full and /metrics; empty: none
 
 	// Client side: reading a request and writing its answer.
 	ReadTimeout     time.Duration `env:"VG_EDGE_READ_TIMEOUT" envDefault:"5s"`
 	WriteTimeout    time.Duration `env:"VG_EDGE_WRITE_TIMEOUT" envDefault:"5s"`
 	IdleTimeout     time.Duration `env:"VG_EDGE_IDLE_TIMEOUT" envDefault:"60s"`
-	MaxHeaderBytes  int           `env:"VG_EDGE_MAX_HEADER_BYTES" envDefault:"8192"`
+	MaxHeaderBytes  int           `env:"VG_MAX_HEADER_BYTES" envDefault:"8192"`           // shared with the backend: see HeaderLimit
 	MaxBodyBytes    int           `env:"VG_EDGE_MAX_BODY_BYTES" envDefault:"1048576"`     // any request
-	MaxAPIBodyBytes int           `env:"VG_EDGE_MAX_API_BODY_BYTES" envDefault:"8192"`    // voucher and quota requests
+	MaxAPIBodyBytes int           `env:"VG_MAX_BODY_BYTES" envDefault:"8192"`             // voucher and quota requests; the backend's limit
 	MaxRespBytes    int           `env:"VG_EDGE_MAX_RESPONSE_BYTES" envDefault:"4194304"` // any upstream answer
 	ShutdownGrace   time.Duration `env:"VG_EDGE_SHUTDOWN_GRACE" envDefault:"10s"`
+
+	// What all clients together may hold: connections, and request bodies buffered for the
+	// checkout API. 0 turns a cap off.
+	MaxClientConns  int `env:"VG_EDGE_MAX_CLIENT_CONNS" envDefault:"4096"`      // open client connections in all
+	MaxConnsPerIP   int `env:"VG_EDGE_MAX_CONNS_PER_IP" envDefault:"512"`       // open connections from one client address
+	BodyBudgetBytes int `env:"VG_EDGE_BODY_BUDGET_BYTES" envDefault:"33554432"` // bodies being read for the checkout API, in all
 
 	// Upstream side: each call is bounded as a whole and in each step.
 	BackendTimeout  time.Duration `env:"VG_EDGE_BACKEND_TIMEOUT" envDefault:"3s"`
@@ -110,16 +117,29 @@ func (c Edge) Check() error {
 		return fmt.Errorf("VG_EDGE_MAX_CONNS is %d; expected at least 1", c.MaxConns)
 	case c.HealthFalls < 1:
 		return fmt.Errorf("VG_EDGE_HEALTH_FALLS is %d; expected at least 1", c.HealthFalls)
-	case c.MaxHeaderBytes < 1024:
-		return fmt.Errorf("VG_EDGE_MAX_HEADER_BYTES is %d; expected at least 1024", c.MaxHeaderBytes)
+	case c.MaxHeaderBytes < minHeaderBytes:
+		return fmt.Errorf("%s is %d; expected at least %d", HeaderLimitVar, c.MaxHeaderBytes, minHeaderBytes)
 	case c.MaxAPIBodyBytes < 256:
-		return fmt.Errorf("VG_EDGE_MAX_API_BODY_BYTES is %d; expected at least 256", c.MaxAPIBodyBytes)
+		return fmt.Errorf("VG_MAX_BODY_BYTES is %d; expected at least 256", c.MaxAPIBodyBytes)
 	case c.MaxBodyBytes < c.MaxAPIBodyBytes:
-		return fmt.Errorf("VG_EDGE_MAX_BODY_BYTES is %d; expected at least VG_EDGE_MAX_API_BODY_BYTES (%d)", c.MaxBodyBytes, c.MaxAPIBodyBytes)
+		return fmt.Errorf("VG_EDGE_MAX_BODY_BYTES is %d; expected at least VG_MAX_BODY_BYTES (%d)", c.MaxBodyBytes, c.MaxAPIBodyBytes)
+	case c.MaxClientConns < 0:
+		return fmt.Errorf("VG_EDGE_MAX_CLIENT_CONNS is %d; expected 0 (no cap) or a count such as 4096", c.MaxClientConns)
+	case c.MaxConnsPerIP < 0:
+		return fmt.Errorf("VG_EDGE_MAX_CONNS_PER_IP is %d; expected 0 (no cap) or a count such as 512", c.MaxConnsPerIP)
+	case c.BodyBudgetBytes != 0 && c.BodyBudgetBytes < c.MaxBodyBytes:
+		return fmt.Errorf("VG_EDGE_BODY_BUDGET_BYTES is %d; expected 0 (no cap) or at least VG_EDGE_MAX_BODY_BYTES (%d)", c.BodyBudgetBytes, c.MaxBodyBytes)
+	case c.OpsAddr != "" && !validHostPort(c.OpsAddr):
+		return fmt.Errorf("VG_EDGE_OPS_ADDR is %q; expected empty (no ops listener) or host:port such as 127.0.0.1:9081", c.OpsAddr)
 	case c.MaxRespBytes < 1024:
 		return fmt.Errorf("VG_EDGE_MAX_RESPONSE_BYTES is %d; expected at least 1024", c.MaxRespBytes)
 	}
 	return nil
+}
+
+func validHostPort(s string) bool {
+	_, _, err := net.SplitHostPort(s)
+	return err == nil
 }
 
 // SplitUpstream reads "host:port", "http://host:port" or "https://host:port" and returns the

@@ -1,0 +1,151 @@
+package app_test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/testkit"
+)
+
+// Issue 12, item 1: what clients may make the edge hold.
+
+// 300 clients each hold a 1 MB upload to a checkout path open, one byte short: the edge reads
+// no more of them at once than its body budget (VG_EDGE_BODY_BUDGET_BYTES, 32 MB), refuses the
+// rest with 503, and its resident memory never reaches 100 MB. Then every held upload is
+// finished and forwarded. (Before: each upload was read whole into memory, about 300 MB.)
+func TestHeldUploadsKeepTheEdgeUnder100MB(t *testing.T) {
+	var forwarded atomic.Int64
+	checkout := serveHandler(t, func(ctx *fasthttp.RequestCtx) {
+		if len(ctx.Request.Body()) == 1<<20 {
+			forwarded.Add(1)
+		}
+	})
+	p := startEdgeProcess(t, "VG_EDGE_UPSTREAM="+checkout, "VG_EDGE_READ_TIMEOUT=2m")
+	const clients, size = 300, 1 << 20
+	head := fmt.Sprintf("POST /cart HTTP/1.1\r\nHost: shop.example\r\nContent-Length: %d\r\n\r\n", size)
+	body := strings.Repeat("x", size-1)
+
+	conns := make([]net.Conn, clients)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", p.Addr)
+			if err != nil {
+				t.Errorf("dial: %v", err)
+				return
+			}
+			conns[i] = c
+			_, _ = io.WriteString(c, head+body) // fails once the edge refused and closed: fine
+		}()
+	}
+	wg.Wait()
+	held := p.status(t, "VmRSS")
+
+	// Finish every upload: each the edge kept is forwarded, so all of it was read.
+	answers := make([]int, clients)
+	for i, c := range conns {
+		if c == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			_, _ = io.WriteString(c, "x")
+			if status, err := readStatus(c); err == nil {
+				answers[i] = status
+			}
+		}()
+	}
+	wg.Wait()
+	peak := p.status(t, "VmHWM")
+	counts := map[int]int{}
+	for _, s := range answers {
+		counts[s]++
+	}
+	t.Logf("answers by status (0: connection closed before one was read): %v; uploads forwarded: %d; RSS while held %d kB, peak %d kB",
+		counts, forwarded.Load(), held, peak)
+	if peak >= 100<<10 {
+		t.Fatalf("the edge's peak resident memory was %d kB with %d uploads held open; want under 100 MB", peak, clients)
+	}
+	if forwarded.Load() == 0 || counts[200] != int(forwarded.Load()) {
+		t.Fatalf("%d uploads forwarded whole, %d answered 200; want every upload the edge kept forwarded", forwarded.Load(), counts[200])
+	}
+	if counts[200]+counts[503]+counts[0] != clients {
+		t.Fatalf("answers %v; want only 200 (kept) and 503 (refused, budget full)", counts)
+	}
+}
+
+// The connection caps: past VG_EDGE_MAX_CONNS_PER_IP connections from one address a new one gets
+// 429, past VG_EDGE_MAX_CLIENT_CONNS in all 503; both are closed at once. (Before: no cap.)
+func TestConnectionCapsRefuseTheConnectionPastThem(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		env    []string
+		status int
+	}{
+		{"per address", []string{"VG_EDGE_MAX_CONNS_PER_IP=4"}, 429},
+		{"in all", []string{"VG_EDGE_MAX_CLIENT_CONNS=4", "VG_EDGE_MAX_CONNS_PER_IP=0"}, 503},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := startEdgeProcess(t, tt.env...)
+			const ask = "GET /healthz HTTP/1.1\r\nHost: edge\r\n\r\n"
+			for i := range 4 {
+				// The readiness check's connection may still be closing on the edge's side: a
+				// refused one is tried again until it is served.
+				testkit.Eventually(t, fmt.Sprintf("connection %d served", i+1), func() bool {
+					c := dialRaw(t, p.Addr)
+					_, _ = io.WriteString(c, ask)
+					status, _ := c.answer(t)
+					if status != 200 {
+						c.Close()
+					}
+					return status == 200
+				})
+			}
+			c := dialRaw(t, p.Addr)
+			_, _ = io.WriteString(c, ask)
+			if status, body := c.answer(t); status != tt.status {
+				t.Fatalf("a 5th connection with 4 held open: %d %q; want %d", status, body, tt.status)
+			}
+		})
+	}
+}
+
+// A voucher or quota body over VG_MAX_BODY_BYTES is refused with 413 before the edge reads it,
+// whether its Content-Length says so (only the header sent) or a chunked body grows past the
+// limit; so is a checkout body over VG_EDGE_MAX_BODY_BYTES that expects 100-continue, without
+// a 100 Continue inviting it. (Before: the edge read up to 1 MB of any body, and waited for it:
+// 408 after the read timeout; and it sent 100 Continue before its 413.)
+func TestBodiesOverTheRouteLimitAreRefusedBeforeTheyAreRead(t *testing.T) {
+	e := startEdge(t, edgeConfig(testkit.NATSURL, testkit.NATSPrefix(), "127.0.0.1:1"))
+	for _, tt := range []struct{ name, raw string }{
+		{"declared, header only", "POST /vouchers/FLASH/reservations HTTP/1.1\r\nHost: e\r\nContent-Length: 1048576\r\n\r\n"},
+		{"declared, odd path, 9 KB sent", "POST /vouchers/FLASH/./reservations HTTP/1.1\r\nHost: e\r\nContent-Length: 100000\r\n\r\n" + strings.Repeat("x", 9<<10)},
+		{"chunked past the limit", "POST /quotas/deduct HTTP/1.1\r\nHost: e\r\nTransfer-Encoding: chunked\r\n\r\n2400\r\n" + strings.Repeat("x", 0x2400) + "\r\n"},
+		{"expects 100-continue", "POST /cart HTTP/1.1\r\nHost: e\r\nContent-Length: 104857600\r\nExpect: 100-continue\r\n\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dialRaw(t, e.Addr)
+			if _, err := io.WriteString(c, tt.raw); err != nil {
+				t.Fatal(err)
+			}
+			line, err := c.r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			if !strings.HasPrefix(line, "HTTP/1.1 413 ") {
+				t.Fatalf("first answer line %q; want a 413", line)
+			}
+		})
+	}
+}

@@ -1,0 +1,201 @@
+package app_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/testkit"
+)
+
+// The edge command as a child process, for what only a process shows: its memory, and the caps
+// on the connections it accepts.
+
+var (
+	edgeBuildOnce sync.Once
+	edgeBinary    string
+	edgeBuildErr  error
+)
+
+// buildEdge builds the edge command once per test binary, into a directory removed at the end.
+func buildEdge(t *testing.T) string {
+	t.Helper()
+	edgeBuildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "vg-edge-bin-")
+		if err != nil {
+			edgeBuildErr = err
+			return
+		}
+		edgeBinary = filepath.Join(dir, "edge")
+		if out, err := exec.Command("go", "build", "-o", edgeBinary, "vouchergate/edge").CombinedOutput(); err != nil {
+			edgeBuildErr = fmt.Errorf("go build vouchergate/edge: %w\n%s", err, out)
+		}
+	})
+	if edgeBuildErr != nil {
+		t.Fatalf("build the edge command: %v", edgeBuildErr)
+	}
+	return edgeBinary
+}
+
+func removeEdgeBinary() {
+	if edgeBinary != "" {
+		_ = os.RemoveAll(filepath.Dir(edgeBinary))
+	}
+}
+
+// edgeProcess is a running edge command.
+type edgeProcess struct {
+	Addr string
+	cmd  *exec.Cmd
+}
+
+// startEdgeProcess runs the edge command on a free port with settings env ("VG_…=…") over
+// defaults for a test: no backend reachable, the test's NATS prefix, no ops listener. It
+// returns once the edge answers /healthz; the process is killed by PID when the test ends.
+func startEdgeProcess(t *testing.T, env ...string) *edgeProcess {
+	t.Helper()
+	bin := buildEdge(t)
+	addr := freeAddr(t)
+	base := []string{
+		"VG_EDGE_ADDR=" + addr, "VG_EDGE_BACKENDS=" + freeAddr(t), "VG_NATS_URL=" + testkit.NATSURL,
+		"VG_NATS_PREFIX=" + testkit.NATSPrefix(), "VG_EDGE_OPS_ADDR=", "VG_EDGE_SYNC_WAIT=0s",
+	}
+	var vars []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "VG_") {
+			vars = append(vars, kv)
+		}
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(append(vars, base...), env...)
+	logPath := filepath.Join(t.TempDir(), "edge.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logFile.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logPath); err == nil {
+				t.Logf("edge process log, tail:\n%s", tail(b, 8<<10))
+			}
+		}
+	})
+	once := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}} // no idle connection left to count
+	testkit.Eventually(t, "the edge process answers /healthz", func() bool {
+		resp, err := once.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return &edgeProcess{Addr: addr, cmd: cmd}
+}
+
+// status returns a field of /proc/PID/status in kB (VmRSS, VmHWM).
+func (p *edgeProcess) status(t *testing.T, field string) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			if err != nil {
+				t.Fatalf("%s: %q: %v", field, line, err)
+			}
+			return kb
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, p.cmd.Process.Pid)
+	return 0
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// rawConn is a client connection written and read byte by byte, as an attacker's would be.
+type rawConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	return &rawConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+// answer reads one answer's status and body.
+func (c *rawConn) answer(t *testing.T) (int, string) {
+	t.Helper()
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		t.Fatalf("read an answer: %v", err)
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	_, _ = bufio.NewReader(resp.Body).WriteTo(&sb)
+	return resp.StatusCode, sb.String()
+}
+
+// readStatus reads one answer from c and returns its status.
+func readStatus(c net.Conn) (int, error) {
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// serveHandler runs h on a free 127.0.0.1 port until the test ends and returns its address.
+func serveHandler(t *testing.T, h fasthttp.RequestHandler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &fasthttp.Server{Handler: h}
+	go s.Serve(ln) //nolint:errcheck
+	t.Cleanup(func() { _ = s.Shutdown() })
+	return ln.Addr().String()
+}

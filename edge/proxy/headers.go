@@ -1,0 +1,179 @@
+package proxy
+
+import (
+	"bytes"
+	"net"
+
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/shared/wire"
+)
+
+// What the edge writes of a client's header upstream. A header whose name is not a token
+// (RFC 9110 §5.1: "X Foo", "Transfer Encoding") or a target with user information
+// ("http://user:pass@host/", which fasthttp would turn into an Authorization header) is
+// refused with 400. Headers only the edge may set are dropped, with their look-alikes that
+// have '_' for '-' (X_Forwarded_For, Content_Length), which some servers and frameworks read
+// as the real ones. Host is the target's (the absolute form's authority, or the Host header),
+// and X-Forwarded-Host, X-Forwarded-Proto and X-Real-Ip say what the client asked and from where.
+
+// edgeOwned are the headers a client may not pass on as they are: the edge sets them, or the
+// framing of the upstream request is the edge's.
+var edgeOwned = []string{
+	"X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Forwarded",
+}
+
+// lookAlikes are the names whose '_' spellings are dropped.
+var lookAlikes = append(append([]string{
+	"Content-Length", "Host", "X-Forwarded-For", "X-Request-Id",
+}, edgeOwned...), hopByHop...)
+
+const (
+	headerForwardedHost  = "X-Forwarded-Host"
+	headerForwardedProto = "X-Forwarded-Proto"
+	headerRealIP         = "X-Real-Ip"
+	maxHostLen           = 255
+)
+
+// upstreamHeader makes h, a copy of the client's header, fit to send upstream, or returns the
+// status, code and message to refuse the request with.
+func (p *Proxy) upstreamHeader(ctx *fasthttp.RequestCtx, h *fasthttp.RequestHeader) (status int, code, message string) {
+	uri := ctx.URI()
+	if len(uri.Username()) > 0 || len(uri.Password()) > 0 || targetHasUserinfo(ctx.Request.Header.RequestURI()) {
+		return fasthttp.StatusBadRequest, wire.CodeBadRequest, "the request target must not hold user information"
+	}
+	host := uri.Host()
+	if !validHost(host) {
+		return fasthttp.StatusBadRequest, wire.CodeBadRequest, "the host must be a host name or address with an optional port"
+	}
+	var drop [8][]byte
+	names := drop[:0]
+	for name := range h.All() {
+		if !isToken(name) {
+			return fasthttp.StatusBadRequest, wire.CodeBadRequest, "header names must be tokens (RFC 9110 section 5.6.2)"
+		}
+		if bytes.IndexByte(name, '_') >= 0 && isLookAlike(name) {
+			names = append(names, append([]byte(nil), name...)) // the header's storage moves as we delete
+		}
+	}
+	for _, name := range names {
+		h.DelBytes(name)
+	}
+	for _, name := range edgeOwned {
+		h.Del(name)
+	}
+	if len(host) > 0 {
+		h.SetHostBytes(host)
+		h.SetBytesV(headerForwardedHost, host)
+	}
+	if ctx.IsTLS() {
+		h.Set(headerForwardedProto, "https")
+	} else {
+		h.Set(headerForwardedProto, "http")
+	}
+	if tcp, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+		var buf [64]byte
+		h.SetBytesV(headerRealIP, tcp.AddrPort().Addr().Unmap().AppendTo(buf[:0]))
+	}
+	return 0, "", ""
+}
+
+// checkHeaderSize refuses, with 431, a request whose header as written upstream would be larger
+// than the backend reads: the client's header fits the edge's limit, but the edge writes each
+// line again in canonical form ("a:b" becomes "A: b") and adds its own.
+func (p *Proxy) checkHeaderSize(req *fasthttp.Request) (status int, code, message string) {
+	if p.opts.MaxUpstreamHead <= 0 {
+		return 0, "", ""
+	}
+	// The request line as it will be written: the parsed target, in origin form.
+	n := len(req.Header.Header()) - len(req.Header.RequestURI()) + len(req.URI().RequestURI())
+	if n > p.opts.MaxUpstreamHead {
+		return fasthttp.StatusRequestHeaderFieldsTooLarge, CodeHeaderTooLarge, "the request header is larger than the limit"
+	}
+	return 0, "", ""
+}
+
+// targetHasUserinfo reports whether an absolute-form target's authority holds an '@'.
+func targetHasUserinfo(target []byte) bool {
+	i := bytes.Index(target, []byte("://"))
+	if i < 0 || bytes.IndexByte(target[:i], '/') >= 0 {
+		return false
+	}
+	authority := target[i+3:]
+	if end := bytes.IndexAny(authority, "/?#"); end >= 0 {
+		authority = authority[:end]
+	}
+	return bytes.IndexByte(authority, '@') >= 0
+}
+
+// validHost accepts a reg-name, IPv4 or bracketed IPv6 address with an optional port, in at
+// most 255 bytes: letters, digits and -._~:[]%.
+func validHost(h []byte) bool {
+	if len(h) > maxHostLen {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || c == ':' || c == '[' || c == ']' || c == '%') {
+			return false
+		}
+	}
+	return true
+}
+
+// tokenChar marks the bytes of an RFC 9110 token.
+var tokenChar = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
+
+func isToken(name []byte) bool {
+	if len(name) == 0 {
+		return false
+	}
+	for _, c := range name {
+		if !tokenChar[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// isLookAlike reports whether name, with '_' read as '-', is one of lookAlikes.
+func isLookAlike(name []byte) bool {
+	for _, want := range lookAlikes {
+		if len(want) != len(name) {
+			continue
+		}
+		same := true
+		for i := range name {
+			c := name[i]
+			if c == '_' {
+				c = '-'
+			}
+			if lower(c) != lower(want[i]) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return true
+		}
+	}
+	return false
+}
+
+func lower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
