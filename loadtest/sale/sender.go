@@ -1,0 +1,169 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/valyala/fasthttp"
+)
+
+// sender offers requests to one host on a fixed schedule, open loop: request i is due at
+// start + i/rate whether or not earlier ones were answered. A pool of workers, one per
+// connection, takes the due requests in order; when every connection is busy, the due ones
+// wait in a queue, and their latency still counts from when they were due.
+type sender struct {
+	client  *fasthttp.HostClient
+	host    string
+	conns   int
+	timeout time.Duration
+	meter   *meter // nil: no progress counted
+}
+
+func newSender(host string, tls bool, conns int, timeout time.Duration, m *meter) *sender {
+	return &sender{
+		client: &fasthttp.HostClient{
+			Addr: host, IsTLS: tls, MaxConns: conns, Name: "vouchergate-loadtest-sale",
+			ReadTimeout: timeout, WriteTimeout: timeout, MaxIdemponentCallAttempts: 1,
+			NoDefaultUserAgentHeader: true, DisableHeaderNamesNormalizing: true,
+		},
+		host: host, conns: conns, timeout: timeout, meter: m,
+	}
+}
+
+// writer sets request i's method, path and body in req, reusing buf for the body; it returns
+// the buffer.
+type writer func(i int, req *fasthttp.Request, buf []byte) []byte
+
+// offer sends n requests at rate, each written by write, and returns their outcomes. It
+// returns early, with the rest NotSent, when ctx ends.
+func (s *sender) offer(ctx context.Context, n int, rate float64, write writer) []Outcome {
+	out := make([]Outcome, n)
+	start := time.Now()
+	due := func(i int) time.Duration { return time.Duration(float64(i) * float64(time.Second) / rate) }
+	queue := make(chan int, min(n, 1<<16))
+	go func() {
+		defer close(queue)
+		for i := range n {
+			if wait := due(i) - time.Since(start); wait > 0 {
+				time.Sleep(wait) // wakes late by tens of µs; the requests due meanwhile go at once
+			}
+			s.meter.release()
+			select {
+			case queue <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range min(s.conns, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			var buf []byte
+			for i := range queue {
+				o := &out[i]
+				o.Scheduled, o.Sent = due(i), time.Since(start)
+				req.Reset()
+				buf = write(i, req, buf)
+				req.Header.SetHost(s.host)
+				err := s.client.DoTimeout(req, resp, s.timeout)
+				o.Done = time.Since(start)
+				if err != nil {
+					o.State, o.Error = Failed, failure(err)
+				} else {
+					o.State, o.Status = Answered, resp.StatusCode()
+					if a, err := ParseAnswer(resp.Body()); err == nil {
+						o.Discount, o.Error = a.Discount, intern(a.Error)
+					} else if len(resp.Body()) > 0 {
+						o.Error = "unreadable body"
+					}
+				}
+				s.meter.count(o)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// failure names what went wrong with a request in a word or two, so failures can be counted.
+func failure(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrTimeout), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, fasthttp.ErrConnectionClosed):
+		return "connection closed"
+	case errors.Is(err, fasthttp.ErrNoFreeConns):
+		return "no free connection"
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Op + " error"
+	}
+	return "transport error"
+}
+
+// codes are the error codes the API answers; intern returns them without a new string.
+var codes = map[string]string{}
+
+func init() {
+	for _, c := range []string{"OUT_OF_STOCK", "ALREADY_USED", "RESERVATION_RELEASED", "RESERVATION_CONFIRMED",
+		"RESERVATION_NOT_FOUND", "VOUCHER_NOT_FOUND", "NOT_ELIGIBLE", "BAD_REQUEST", "UNAVAILABLE", "PAYLOAD_TOO_LARGE"} {
+		codes[c] = c
+	}
+}
+
+func intern(code string) string {
+	if c, ok := codes[code]; ok {
+		return c
+	}
+	return code
+}
+
+// meter counts answers while a phase runs, for the progress line. Its methods may be called
+// from several goroutines; a nil meter counts nothing.
+type meter struct {
+	released atomic.Int64 // requests that fell due
+	mu       sync.Mutex
+	answers  map[string]int
+	latency  *hdrhistogram.Histogram
+	answered int
+}
+
+func (m *meter) release() {
+	if m != nil {
+		m.released.Add(1)
+	}
+}
+
+func newMeter() *meter {
+	return &meter{answers: map[string]int{}, latency: newLatencyHistogram()}
+}
+
+func (m *meter) count(o *Outcome) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.answers[o.Key()]++
+	if o.State == Answered {
+		m.answered++
+		_ = m.latency.RecordValue(int64(o.Latency() / time.Microsecond))
+	}
+	m.mu.Unlock()
+}
+
+// newLatencyHistogram holds latencies in µs from 1 µs to 10 minutes with 3 significant digits.
+func newLatencyHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)
+}

@@ -1,0 +1,145 @@
+package sale
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Summary is what a run measured, as printed and as written with --json. Times are in
+// milliseconds from the start of the sale's schedule.
+type Summary struct {
+	Target  string  `json:"target"`
+	Code    string  `json:"code"`
+	Rate    float64 `json:"rate"`    // asked for, per second
+	Offered int     `json:"offered"` // reservations scheduled
+	Sent    int     `json:"sent"`
+	// OfferedRate is the rate requests were actually sent at; SendLateP99Ms how late the 99th
+	// percentile left after its scheduled time (the generator keeping up, or not).
+	OfferedRate   float64        `json:"offeredRate"`
+	SendLateP99Ms float64        `json:"sendLateP99Ms"`
+	AchievedRate  float64        `json:"achievedRate"` // answers per second
+	Answers       map[string]int `json:"answers"`      // by kind: "201", "409 OUT_OF_STOCK", "failed: timeout"
+	Latency       Percentiles    `json:"latencyMs"`    // of every answered reservation, from its scheduled time
+	Granted       int            `json:"granted"`
+	SoldOutMs     *float64       `json:"soldOutMs"`         // when the last use left was granted; nil if it was not
+	FirstOOSMs    *float64       `json:"firstOutOfStockMs"` // the first OUT_OF_STOCK answer
+	Confirmed     int            `json:"confirmed"`
+	Released      int            `json:"released"`
+	Verdict       Verdict        `json:"verdict"`
+}
+
+// Percentiles of a latency distribution, in milliseconds.
+type Percentiles struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p99.9"`
+	Max  float64 `json:"max"`
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// percentiles of latencies in µs, as recorded by the sender.
+func percentiles(lat []Outcome) Percentiles {
+	hist := newLatencyHistogram()
+	for _, o := range lat {
+		if o.State == Answered {
+			_ = hist.RecordValue(int64(o.Latency() / time.Microsecond))
+		}
+	}
+	at := func(q float64) float64 { return float64(hist.ValueAtQuantile(q)) / 1000 }
+	return Percentiles{P50: at(50), P90: at(90), P99: at(99), P999: at(99.9), Max: float64(hist.Max()) / 1000}
+}
+
+// Summarize sums up h with its verdict v.
+func Summarize(h *History, v Verdict) Summary {
+	s := Summary{Target: h.Target, Code: h.Code, Rate: h.Rate, Offered: len(h.Plan), Answers: map[string]int{}, Verdict: v}
+	var lastSent, lastDone time.Duration
+	var late []time.Duration
+	var oos *time.Duration
+	for _, o := range h.Reservations {
+		s.Answers[o.Key()]++
+		if o.State == NotSent {
+			continue
+		}
+		s.Sent++
+		lastSent, lastDone = max(lastSent, o.Sent), max(lastDone, o.Done)
+		late = append(late, o.Sent-o.Scheduled)
+		if o.State == Answered && o.Status == 409 && o.Error == "OUT_OF_STOCK" && (oos == nil || o.Done < *oos) {
+			d := o.Done
+			oos = &d
+		}
+	}
+	if lastSent > 0 {
+		s.OfferedRate = float64(s.Sent) / lastSent.Seconds()
+	}
+	if lastDone > 0 {
+		s.AchievedRate = float64(s.Sent-s.Answers["not sent"]) / lastDone.Seconds()
+	}
+	if len(late) > 0 {
+		sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
+		s.SendLateP99Ms = ms(late[min(len(late)-1, len(late)*99/100)])
+	}
+	s.Latency = percentiles(h.Reservations)
+	grants := h.Grants()
+	s.Granted = len(grants)
+	if at, ok := soldOut(h); ok {
+		v := ms(at)
+		s.SoldOutMs = &v
+	}
+	if oos != nil {
+		v := ms(*oos)
+		s.FirstOOSMs = &v
+	}
+	s.Confirmed, s.Released = h.Settled()
+	return s
+}
+
+// soldOut is when the use that emptied the voucher was granted: the answer time of the
+// (uses left)-th order granted, counted by answer time.
+func soldOut(h *History) (time.Duration, bool) {
+	left := h.Before.TotalLimit - h.Before.UsedCount
+	grants := h.Grants()
+	if left <= 0 || len(grants) < left {
+		return 0, false
+	}
+	first := map[int32]time.Duration{}
+	for i, o := range h.Reservations {
+		if o.State == Answered && o.Status == 201 {
+			if d, ok := first[h.Plan[i].Order]; !ok || o.Done < d {
+				first[h.Plan[i].Order] = o.Done
+			}
+		}
+	}
+	times := slices.Sorted(maps.Values(first))
+	return times[left-1], true
+}
+
+// Print writes the summary for a terminal.
+func (s Summary) Print(w io.Writer) {
+	fmt.Fprintf(w, "sale of %s at %s: %d reservations offered at %.0f/s, %d sent (at %.0f/s; 99%% left within %.2f ms of schedule), answered at %.0f/s\n",
+		s.Code, s.Target, s.Offered, s.Rate, s.Sent, s.OfferedRate, s.SendLateP99Ms, s.AchievedRate)
+	keys := slices.Sorted(maps.Keys(s.Answers))
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, s.Answers[k]))
+	}
+	fmt.Fprintf(w, "answers: %s\n", strings.Join(parts, ", "))
+	l := s.Latency
+	fmt.Fprintf(w, "latency from the scheduled send: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms\n",
+		l.P50, l.P90, l.P99, l.P999, l.Max)
+	sold := "not sold out"
+	if s.SoldOutMs != nil {
+		sold = fmt.Sprintf("sold out at %.0f ms", *s.SoldOutMs)
+	}
+	if s.FirstOOSMs != nil {
+		sold += fmt.Sprintf(", first OUT_OF_STOCK at %.0f ms", *s.FirstOOSMs)
+	}
+	fmt.Fprintf(w, "%d granted, %s; after the sale %d confirmed, %d released\n", s.Granted, sold, s.Confirmed, s.Released)
+	fmt.Fprintln(w, s.Verdict)
+}
