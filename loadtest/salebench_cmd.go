@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"vouchergate/loadtest/flashbench"
+	"vouchergate/loadtest/load"
+	"vouchergate/loadtest/sale"
+)
+
+// goalP99 is issue 11's goal for the voucher document's sale through the edge: p99 of every
+// answer under 100 ms.
+const goalP99 = 100 * time.Millisecond
+
+// runSaleBench is `loadtest salebench`: it starts a backend and an edge built from this tree
+// on free 127.0.0.1 ports, runs the sale of `loadtest sale` through the edge -rounds times,
+// each on a new voucher, and prints each round and the medians. It fails if a verdict fails;
+// the latency goal is reported, not enforced.
+func runSaleBench(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("salebench", flag.ExitOnError)
+	srv, backendBin := systemFlags(fs)
+	edgeBin := fs.String("edge", "", "a built edge command; empty: go build ./edge into a temporary folder")
+	s := saleFlags(fs)
+	out := outputFlags(fs)
+	rounds := fs.Int("rounds", 3, "sales, each on a new voucher")
+	fs.Set("requests", "50000")
+	fs.Set("rate", "50000")
+	fs.Set("create", "true")
+	_ = fs.Parse(args)
+	before, began := loadAverage(), time.Now()
+	b, err := flashbench.StartBackend(ctx, *srv, *backendBin)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	e, err := flashbench.StartEdge(ctx, b, *edgeBin)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	s.Target, s.Admin, s.Token, s.Create = "http://"+e.Addr, "http://"+b.Addr, b.Token, true
+	var sums []sale.Summary
+	stamp := time.Now().Unix()
+	for i := range *rounds {
+		s.Code = fmt.Sprintf("BENCH%d-%d", i+1, stamp)
+		o := *out
+		o.json, o.report = perRound(o.json, i+1), perRound(o.report, i+1)
+		fmt.Printf("--- round %d of %d: %s\n", i+1, *rounds, s.Code)
+		var progressTo io.Writer
+		if o.progress {
+			progressTo = os.Stderr
+		}
+		sum, err := rehearse(ctx, *s, o, progressTo, os.Stdout)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "backend output:\n%s\nedge output:\n%s\n", b.LogTail(2000), e.LogTail(2000))
+			return err
+		}
+		sums = append(sums, sum)
+	}
+	printSaleMedians(sums, *s)
+	fmt.Println(b.LogSummary())
+	machine(before, began)
+	for i, sum := range sums {
+		if !sum.Verdict.Pass {
+			return fmt.Errorf("round %d's verdict failed", i+1)
+		}
+	}
+	return nil
+}
+
+// perRound inserts -N before name's extension: sale.html becomes sale-2.html.
+func perRound(name string, round int) string {
+	if name == "" {
+		return ""
+	}
+	ext := filepath.Ext(name)
+	return fmt.Sprintf("%s-%d%s", strings.TrimSuffix(name, ext), round, ext)
+}
+
+func printSaleMedians(sums []sale.Summary, s sale.Settings) {
+	col := func(f func(sale.Summary) float64) float64 {
+		v := make([]float64, len(sums))
+		for i, x := range sums {
+			v[i] = f(x)
+		}
+		return load.Median(v)
+	}
+	p99 := col(func(x sale.Summary) float64 { return x.Latency.P99 })
+	fmt.Printf("medians of %d sales of %d uses, %d requests offered at %.0f/s through the edge, %.0f%% retries:\n",
+		len(sums), s.Uses, s.Count(), s.Rate, 100*s.RetryShare)
+	fmt.Printf("  sent at %.0f/s (99%% within %.2f ms of schedule), answered at %.0f/s; granted %.0f; sold out at %.0f ms\n",
+		col(func(x sale.Summary) float64 { return x.OfferedRate }), col(func(x sale.Summary) float64 { return x.SendLateP99Ms }),
+		col(func(x sale.Summary) float64 { return x.AchievedRate }), col(func(x sale.Summary) float64 { return float64(x.Granted) }),
+		col(func(x sale.Summary) float64 {
+			if x.SoldOutMs == nil {
+				return -1
+			}
+			return *x.SoldOutMs
+		}))
+	fmt.Printf("  latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms\n",
+		col(func(x sale.Summary) float64 { return x.Latency.P50 }), col(func(x sale.Summary) float64 { return x.Latency.P90 }),
+		p99, col(func(x sale.Summary) float64 { return x.Latency.P999 }), col(func(x sale.Summary) float64 { return x.Latency.Max }))
+	passed := 0
+	for _, x := range sums {
+		if x.Verdict.Pass {
+			passed++
+		}
+	}
+	met := "met"
+	if p99 >= float64(goalP99/time.Millisecond) {
+		met = "NOT met"
+	}
+	fmt.Printf("  verdicts passed: %d of %d; goal p99 < %v: %s (median p99 %.2f ms)\n", passed, len(sums), goalP99, met, p99)
+}
