@@ -95,8 +95,9 @@ func printSaleMedians(sums []sale.Summary, s sale.Settings) {
 	p99 := col(func(x sale.Summary) float64 { return x.Latency.P99 })
 	fmt.Printf("medians of %d sales of %d uses, %d requests offered at %.0f/s through the edge, %.0f%% retries:\n",
 		len(sums), s.Uses, s.Count(), s.Rate, 100*s.RetryShare)
-	fmt.Printf("  sent at %.0f/s (99%% within %.2f ms of schedule), answered at %.0f/s; granted %.0f; sold out at %.0f ms\n",
+	fmt.Printf("  sent at %.0f/s (99%% within %.2f ms of schedule; the generator took %.2f cores), answered at %.0f/s; granted %.0f; sold out at %.0f ms\n",
 		col(func(x sale.Summary) float64 { return x.OfferedRate }), col(func(x sale.Summary) float64 { return x.SendLateP99Ms }),
+		col(func(x sale.Summary) float64 { return x.GeneratorCores }),
 		col(func(x sale.Summary) float64 { return x.AchievedRate }), col(func(x sale.Summary) float64 { return float64(x.Granted) }),
 		col(func(x sale.Summary) float64 {
 			if x.SoldOutMs == nil {

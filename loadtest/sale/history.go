@@ -65,6 +65,8 @@ type History struct {
 	Rate        float64
 	Tolerate503 bool
 	Started     time.Time
+	// GeneratorCPU is the CPU time this process used during the sale (user and system).
+	GeneratorCPU time.Duration
 
 	Before, After wire.VoucherView
 

@@ -58,7 +58,9 @@ func Run(ctx context.Context, s Settings, progressTo io.Writer) (*History, error
 	}
 	h.Plan = Plan(s.Traffic, s.Count(), seed)
 	h.Started = time.Now()
+	cpu := cpuTime()
 	h.Reservations = phase(ctx, "sale", s, host, target.Scheme == "https", progressTo, len(h.Plan), reservations(h, s.OrderAmount))
+	h.GeneratorCPU = cpuTime() - cpu
 	if err := ctx.Err(); err != nil {
 		return h, fmt.Errorf("the sale was interrupted: %w", err)
 	}

@@ -20,17 +20,30 @@ type Summary struct {
 	Sent    int     `json:"sent"`
 	// OfferedRate is the rate requests were actually sent at; SendLateP99Ms how late the 99th
 	// percentile left after its scheduled time (the generator keeping up, or not).
-	OfferedRate   float64        `json:"offeredRate"`
-	SendLateP99Ms float64        `json:"sendLateP99Ms"`
-	AchievedRate  float64        `json:"achievedRate"` // answers per second
-	Answers       map[string]int `json:"answers"`      // by kind: "201", "409 OUT_OF_STOCK", "failed: timeout"
-	Latency       Percentiles    `json:"latencyMs"`    // of every answered reservation, from its scheduled time
-	Granted       int            `json:"granted"`
-	SoldOutMs     *float64       `json:"soldOutMs"`         // when the last use left was granted; nil if it was not
-	FirstOOSMs    *float64       `json:"firstOutOfStockMs"` // the first OUT_OF_STOCK answer
-	Confirmed     int            `json:"confirmed"`
-	Released      int            `json:"released"`
-	Verdict       Verdict        `json:"verdict"`
+	OfferedRate   float64 `json:"offeredRate"`
+	SendLateP99Ms float64 `json:"sendLateP99Ms"`
+	AchievedRate  float64 `json:"achievedRate"` // answers per second
+	// GeneratorCores is the generator's CPU time over the sale's length: the cores it took.
+	GeneratorCores float64        `json:"generatorCores"`
+	Answers        map[string]int `json:"answers"`   // by kind: "201", "409 OUT_OF_STOCK", "failed: timeout"
+	Latency        Percentiles    `json:"latencyMs"` // of every answered reservation, from its scheduled time
+	Granted        int            `json:"granted"`
+	SoldOutMs      *float64       `json:"soldOutMs"`         // when the last use left was granted; nil if it was not
+	FirstOOSMs     *float64       `json:"firstOutOfStockMs"` // the first OUT_OF_STOCK answer
+	Confirmed      int            `json:"confirmed"`
+	Released       int            `json:"released"`
+	Verdict        Verdict        `json:"verdict"`
+}
+
+// Answered is the number of reservations that got an HTTP answer.
+func (s Summary) Answered() int {
+	n := s.Sent
+	for k, c := range s.Answers {
+		if strings.HasPrefix(k, "failed: ") {
+			n -= c
+		}
+	}
+	return n
 }
 
 // Percentiles of a latency distribution, in milliseconds.
@@ -79,7 +92,8 @@ func Summarize(h *History, v Verdict) Summary {
 		s.OfferedRate = float64(s.Sent) / lastSent.Seconds()
 	}
 	if lastDone > 0 {
-		s.AchievedRate = float64(s.Sent-s.Answers["not sent"]) / lastDone.Seconds()
+		s.AchievedRate = float64(s.Answered()) / lastDone.Seconds()
+		s.GeneratorCores = h.GeneratorCPU.Seconds() / lastDone.Seconds()
 	}
 	if len(late) > 0 {
 		sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
@@ -122,8 +136,8 @@ func soldOut(h *History) (time.Duration, bool) {
 
 // Print writes the summary for a terminal.
 func (s Summary) Print(w io.Writer) {
-	fmt.Fprintf(w, "sale of %s at %s: %d reservations offered at %.0f/s, %d sent (at %.0f/s; 99%% left within %.2f ms of schedule), answered at %.0f/s\n",
-		s.Code, s.Target, s.Offered, s.Rate, s.Sent, s.OfferedRate, s.SendLateP99Ms, s.AchievedRate)
+	fmt.Fprintf(w, "sale of %s at %s: %d reservations offered at %.0f/s, %d sent (at %.0f/s; 99%% left within %.2f ms of schedule), answered at %.0f/s; the generator took %.2f cores\n",
+		s.Code, s.Target, s.Offered, s.Rate, s.Sent, s.OfferedRate, s.SendLateP99Ms, s.AchievedRate, s.GeneratorCores)
 	keys := slices.Sorted(maps.Keys(s.Answers))
 	var parts []string
 	for _, k := range keys {
