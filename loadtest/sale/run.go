@@ -32,6 +32,9 @@ func Run(ctx context.Context, s Settings, progressTo io.Writer) (*History, error
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
 		return nil, fmt.Errorf("%w: --target %q; expected http://host:port", ErrBadSettings, s.Target)
 	}
+	if s.Admin == "" {
+		s.Admin = s.Target
+	}
 	adm := admin.New(s.Admin, s.Token)
 	if s.Create {
 		now := time.Now()
@@ -43,6 +46,9 @@ func Run(ctx context.Context, s Settings, progressTo io.Writer) (*History, error
 	}
 	h := &History{Target: s.Target, Code: s.Code, OrderPrefix: orderPrefix(), Rate: s.Rate, Tolerate503: s.Tolerate503}
 	if h.Before, err = adm.Voucher(ctx, s.Code); err != nil {
+		if s.Admin == s.Target {
+			err = fmt.Errorf("%w (the admin API is the target's; an edge does not serve it: give --admin a backend)", err)
+		}
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	host := target.Host

@@ -20,7 +20,7 @@ import (
 // Settings say which voucher to sell and how hard. The zero values of the shares mean none.
 type Settings struct {
 	Target string // where reservations go: http://host:port of an edge or a backend
-	Admin  string // a backend's admin API: http://host:port
+	Admin  string // a backend's admin API: http://host:port; empty: Target
 	Token  string // the admin token
 
 	Code        string
@@ -50,8 +50,8 @@ type Traffic struct {
 	ReleaseShare     float64 // share of winners that release after the sale
 }
 
-// MaxRequests bounds one run: its history is kept in memory.
-const MaxRequests = 20_000_000
+// MaxRequests bounds one run: its history is kept in memory (about 100 bytes a request).
+const MaxRequests = 5_000_000
 
 // ErrBadSettings is wrapped by Validate's errors: the flags need changing.
 var ErrBadSettings = errors.New("bad settings")
