@@ -2,6 +2,7 @@ package sale
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -79,19 +80,26 @@ func TestSenderCountsRequestsWithNoAnswer(t *testing.T) {
 	}
 }
 
-// BenchmarkOpenLoop offers 50,000 requests at 50,000/s to a bare fasthttp server answering
-// 409 in the same process, and reports the rate they were sent at, how late the 99th
-// percentile left, and the answers' p99: what the generator itself can offer on this
-// machine. Run with -benchtime 1x (and -cpu 1 for one core shared with the server).
+// BenchmarkOpenLoop offers one second of requests at each rate to a bare fasthttp server
+// answering 409 in the same process, and reports the rate they were sent at, how late the
+// 99th percentile left, the answers' p99, and the cores the process took (generator and
+// server): what the generator can offer on this machine. Run with -benchtime 1x.
 func BenchmarkOpenLoop(b *testing.B) {
 	addr := serve(b, soldOutAnswer)
-	h := &History{Rate: 50_000, Plan: make([]Planned, 50_000)}
-	for range b.N {
-		h.Reservations = newSender(addr, false, 64, 10*time.Second, nil).offer(context.Background(), len(h.Plan), h.Rate, fixedRequest)
+	for _, rate := range []int{10_000, 20_000, 30_000, 40_000, 50_000, 60_000} {
+		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
+			h := &History{Rate: float64(rate), Plan: make([]Planned, rate)}
+			for range b.N {
+				cpu := cpuTime()
+				h.Reservations = newSender(addr, false, 64, 10*time.Second, nil).offer(context.Background(), len(h.Plan), h.Rate, fixedRequest)
+				h.GeneratorCPU = cpuTime() - cpu
+			}
+			s := Summarize(h, Verdict{})
+			b.ReportMetric(s.OfferedRate, "sent/s")
+			b.ReportMetric(s.SendLateP99Ms, "late-p99-ms")
+			b.ReportMetric(s.Latency.P99, "p99-ms")
+			b.ReportMetric(s.GeneratorCores, "cores")
+			b.ReportMetric(float64(s.Sent-s.Answers["409 OUT_OF_STOCK"]), "unanswered")
+		})
 	}
-	s := Summarize(h, Verdict{})
-	b.ReportMetric(s.OfferedRate, "sent/s")
-	b.ReportMetric(s.SendLateP99Ms, "late-p99-ms")
-	b.ReportMetric(s.Latency.P99, "p99-ms")
-	b.ReportMetric(float64(s.Answers["409 OUT_OF_STOCK"]), "answers")
 }
