@@ -108,6 +108,8 @@ func printSaleMedians(sums []sale.Summary, s sale.Settings) {
 	fmt.Printf("  latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms\n",
 		col(func(x sale.Summary) float64 { return x.Latency.P50 }), col(func(x sale.Summary) float64 { return x.Latency.P90 }),
 		p99, col(func(x sale.Summary) float64 { return x.Latency.P999 }), col(func(x sale.Summary) float64 { return x.Latency.Max }))
+	fmt.Printf("  due before the sell-out: p99 %.2f ms; due after it: p99 %.2f ms\n",
+		col(func(x sale.Summary) float64 { return x.Before.P99 }), col(func(x sale.Summary) float64 { return x.After.P99 }))
 	passed := 0
 	for _, x := range sums {
 		if x.Verdict.Pass {

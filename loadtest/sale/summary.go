@@ -27,12 +27,16 @@ type Summary struct {
 	GeneratorCores float64        `json:"generatorCores"`
 	Answers        map[string]int `json:"answers"`   // by kind: "201", "409 OUT_OF_STOCK", "failed: timeout"
 	Latency        Percentiles    `json:"latencyMs"` // of every answered reservation, from its scheduled time
-	Granted        int            `json:"granted"`
-	SoldOutMs      *float64       `json:"soldOutMs"`         // when the last use left was granted; nil if it was not
-	FirstOOSMs     *float64       `json:"firstOutOfStockMs"` // the first OUT_OF_STOCK answer
-	Confirmed      int            `json:"confirmed"`
-	Released       int            `json:"released"`
-	Verdict        Verdict        `json:"verdict"`
+	// Before and After split Latency at the sell-out, by when requests were due: the queue
+	// of the selling part against the sold-out answers (both zero if it did not sell out).
+	Before     Percentiles `json:"latencyBeforeSoldOutMs"`
+	After      Percentiles `json:"latencyAfterSoldOutMs"`
+	Granted    int         `json:"granted"`
+	SoldOutMs  *float64    `json:"soldOutMs"`         // when the last use left was granted; nil if it was not
+	FirstOOSMs *float64    `json:"firstOutOfStockMs"` // the first OUT_OF_STOCK answer
+	Confirmed  int         `json:"confirmed"`
+	Released   int         `json:"released"`
+	Verdict    Verdict     `json:"verdict"`
 }
 
 // Answered is the number of reservations that got an HTTP answer.
@@ -105,6 +109,15 @@ func Summarize(h *History, v Verdict) Summary {
 	if at, ok := soldOut(h); ok {
 		v := ms(at)
 		s.SoldOutMs = &v
+		var before, after []Outcome
+		for _, o := range h.Reservations {
+			if o.Scheduled < at {
+				before = append(before, o)
+			} else {
+				after = append(after, o)
+			}
+		}
+		s.Before, s.After = percentiles(before), percentiles(after)
 	}
 	if oos != nil {
 		v := ms(*oos)
@@ -147,6 +160,10 @@ func (s Summary) Print(w io.Writer) {
 	l := s.Latency
 	fmt.Fprintf(w, "latency from the scheduled send: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms\n",
 		l.P50, l.P90, l.P99, l.P999, l.Max)
+	if s.SoldOutMs != nil {
+		fmt.Fprintf(w, "  due before the sell-out: p50 %.2f ms, p99 %.2f ms, max %.2f ms; due after it: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+			s.Before.P50, s.Before.P99, s.Before.Max, s.After.P50, s.After.P99, s.After.Max)
+	}
 	sold := "not sold out"
 	if s.SoldOutMs != nil {
 		sold = fmt.Sprintf("sold out at %.0f ms", *s.SoldOutMs)
