@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -47,6 +48,7 @@ func runSaleBench(ctx context.Context, args []string) error {
 	defer e.Close()
 	s.Target, s.Admin, s.Token, s.Create = "http://"+e.Addr, "http://"+b.Addr, b.Token, true
 	var sums []sale.Summary
+	var uses []flashbench.CPUUse
 	stamp := time.Now().Unix()
 	for i := range *rounds {
 		s.Code = fmt.Sprintf("BENCH%d-%d", i+1, stamp)
@@ -57,14 +59,28 @@ func runSaleBench(ctx context.Context, args []string) error {
 		if o.progress {
 			progressTo = os.Stderr
 		}
-		sum, err := rehearse(ctx, *s, o, progressTo, os.Stdout)
+		var sum sale.Summary
+		use, err := flashbench.MeasureCPU(ctx, b, e, func() (err error) {
+			sum, err = rehearse(ctx, *s, o, progressTo, os.Stdout)
+			return err
+		})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "backend output:\n%s\nedge output:\n%s\n", b.LogTail(2000), e.LogTail(2000))
 			return err
 		}
-		sums = append(sums, sum)
+		fmt.Printf("CPU from the voucher's creation to its last read (%v, %d requests), per request: %s\n",
+			use.Wall.Round(time.Millisecond), sum.Requests, use.String(float64(sum.Requests)/use.Wall.Seconds()))
+		sums, uses = append(sums, sum), append(uses, use)
 	}
 	printSaleMedians(sums, *s)
+	fmt.Printf("  cores busy from each voucher's creation to its last read: edge %.2f, backend %.2f, Redis %.2f, PostgreSQL %.2f, generator %.2f, other sessions %.2f; machine %.2f of %d\n",
+		cores(uses, func(u flashbench.CPUUse) time.Duration { return u.Edge }),
+		cores(uses, func(u flashbench.CPUUse) time.Duration { return u.Backend }),
+		cores(uses, func(u flashbench.CPUUse) time.Duration { return u.Redis }),
+		cores(uses, func(u flashbench.CPUUse) time.Duration { return u.Postgres }),
+		cores(uses, func(u flashbench.CPUUse) time.Duration { return u.Generator }),
+		cores(uses, flashbench.CPUUse.Other),
+		cores(uses, func(u flashbench.CPUUse) time.Duration { return u.Machine }), runtime.NumCPU())
 	fmt.Println(b.LogSummary())
 	machine(before, began)
 	for i, sum := range sums {
@@ -82,6 +98,15 @@ func perRound(name string, round int) string {
 	}
 	ext := filepath.Ext(name)
 	return fmt.Sprintf("%s-%d%s", strings.TrimSuffix(name, ext), round, ext)
+}
+
+// cores is the median over the rounds of one part's cores.
+func cores(uses []flashbench.CPUUse, part func(flashbench.CPUUse) time.Duration) float64 {
+	v := make([]float64, len(uses))
+	for i, u := range uses {
+		v[i] = u.Cores(part(u))
+	}
+	return load.Median(v)
 }
 
 func printSaleMedians(sums []sale.Summary, s sale.Settings) {

@@ -34,6 +34,7 @@ type Summary struct {
 	Granted    int         `json:"granted"`
 	SoldOutMs  *float64    `json:"soldOutMs"`         // when the last use left was granted; nil if it was not
 	FirstOOSMs *float64    `json:"firstOutOfStockMs"` // the first OUT_OF_STOCK answer
+	Requests   int         `json:"requests"`          // sent in every phase: reservations, confirms and releases, re-sends
 	Confirmed  int         `json:"confirmed"`
 	Released   int         `json:"released"`
 	Verdict    Verdict     `json:"verdict"`
@@ -124,6 +125,12 @@ func Summarize(h *History, v Verdict) Summary {
 		s.FirstOOSMs = &v
 	}
 	s.Confirmed, s.Released = h.Settled()
+	s.Requests = s.Sent
+	for _, st := range append(slices.Clone(h.FollowUps), h.Resends...) {
+		if st.State != NotSent {
+			s.Requests++
+		}
+	}
 	return s
 }
 
