@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -66,6 +67,9 @@ func runSale(ctx context.Context, args []string) int {
 	s := saleFlags(fs)
 	out := outputFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitPass
+		}
 		return exitUsage
 	}
 	if fs.NArg() > 0 {

@@ -25,6 +25,57 @@ var ErrSetup = errors.New("cannot set up the sale")
 // re-send of every granted order, and the voucher read back. Progress goes to progressTo
 // once a second (nil: none).
 func Run(ctx context.Context, s Settings, progressTo io.Writer) (*History, error) {
+	r, err := prepare(ctx, s, progressTo)
+	if err != nil {
+		return nil, err
+	}
+	h := r.h
+	h.Plan = Plan(s.Traffic, s.Count(), r.seed)
+	h.Started = time.Now()
+	cpu := cpuTime()
+	h.Reservations = r.phase(ctx, "sale", len(h.Plan), reservations(h, s.OrderAmount))
+	h.GeneratorCPU = cpuTime() - cpu
+	if err := ctx.Err(); err != nil {
+		return h, fmt.Errorf("the sale was interrupted: %w", err)
+	}
+	grants := h.Grants()
+	actions := Decide(s.Traffic, len(grants), r.seed)
+	for i, g := range grants {
+		if actions[i] != Keep {
+			h.FollowUps = append(h.FollowUps, Step{Order: g.Order, Action: actions[i]})
+		}
+	}
+	for i, o := range r.phase(ctx, "follow-ups", len(h.FollowUps), followUps(h)) {
+		h.FollowUps[i].Outcome = o
+	}
+	for _, g := range grants {
+		h.Resends = append(h.Resends, Step{Order: g.Order})
+	}
+	for i, o := range r.phase(ctx, "re-sends", len(h.Resends), resends(h, grants, s.OrderAmount)) {
+		h.Resends[i].Outcome = o
+	}
+	if err := ctx.Err(); err != nil {
+		return h, fmt.Errorf("the sale was interrupted: %w", err)
+	}
+	if h.After, err = r.admin.Voucher(ctx, s.Code); err != nil {
+		return h, fmt.Errorf("%w: after the sale: %w", ErrSetup, err)
+	}
+	return h, nil
+}
+
+// rehearsal is what the phases of a run share.
+type rehearsal struct {
+	s          Settings
+	admin      *admin.Client
+	host       string // host:port of the target
+	tls        bool
+	progressTo io.Writer
+	seed       uint64
+	h          *History
+}
+
+// prepare checks s, creates the voucher if asked, reads it, and checks the target answers.
+func prepare(ctx context.Context, s Settings, progressTo io.Writer) (*rehearsal, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -35,83 +86,48 @@ func Run(ctx context.Context, s Settings, progressTo io.Writer) (*History, error
 	if s.Admin == "" {
 		s.Admin = s.Target
 	}
-	adm := admin.New(s.Admin, s.Token)
+	r := &rehearsal{s: s, admin: admin.New(s.Admin, s.Token), host: target.Host, tls: target.Scheme == "https",
+		progressTo: progressTo, seed: s.Seed}
+	if target.Port() == "" {
+		r.host += map[bool]string{true: ":443", false: ":80"}[r.tls]
+	}
+	if r.seed == 0 {
+		r.seed = uint64(time.Now().UnixNano())
+	}
 	if s.Create {
 		now := time.Now()
 		spec := admin.Spec{Code: s.Code, Discount: s.Discount, TotalLimit: s.Uses, PerUserLimit: s.PerCustomer,
 			StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour + 10*s.Duration), FlashSale: true}
-		if err := adm.Create(ctx, spec); err != nil {
+		if err := r.admin.Create(ctx, spec); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 		}
 	}
-	h := &History{Target: s.Target, Code: s.Code, OrderPrefix: orderPrefix(), Rate: s.Rate, Tolerate503: s.Tolerate503}
-	if h.Before, err = adm.Voucher(ctx, s.Code); err != nil {
+	r.h = &History{Target: s.Target, Code: s.Code, OrderPrefix: orderPrefix(), Rate: s.Rate, Tolerate503: s.Tolerate503}
+	if r.h.Before, err = r.admin.Voucher(ctx, s.Code); err != nil {
 		if s.Admin == s.Target {
 			err = fmt.Errorf("%w (the admin API is the target's; an edge does not serve it: give --admin a backend)", err)
 		}
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	host := target.Host
-	if target.Port() == "" {
-		host += map[bool]string{true: ":443", false: ":80"}[target.Scheme == "https"]
-	}
-	if err := reachable(host, target.Scheme == "https"); err != nil {
+	if err := reachable(r.host, r.tls); err != nil {
 		return nil, fmt.Errorf("%w: reach %s: %w", ErrSetup, s.Target, err)
 	}
-	seed := s.Seed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	h.Plan = Plan(s.Traffic, s.Count(), seed)
-	h.Started = time.Now()
-	cpu := cpuTime()
-	h.Reservations = phase(ctx, "sale", s, host, target.Scheme == "https", progressTo, len(h.Plan), reservations(h, s.OrderAmount))
-	h.GeneratorCPU = cpuTime() - cpu
-	if err := ctx.Err(); err != nil {
-		return h, fmt.Errorf("the sale was interrupted: %w", err)
-	}
-	grants := h.Grants()
-	actions := Decide(s.Traffic, len(grants), seed)
-	for i, g := range grants {
-		if actions[i] != Keep {
-			h.FollowUps = append(h.FollowUps, Step{Order: g.Order, Action: actions[i]})
-		}
-	}
-	for i, o := range phase(ctx, "follow-ups", s, host, target.Scheme == "https", progressTo, len(h.FollowUps), followUps(h)) {
-		h.FollowUps[i].Outcome = o
-	}
-	for _, g := range grants {
-		h.Resends = append(h.Resends, Step{Order: g.Order})
-	}
-	resendCustomer := map[int32]uint64{}
-	for _, g := range grants {
-		resendCustomer[g.Order] = g.Customer
-	}
-	for i, o := range phase(ctx, "re-sends", s, host, target.Scheme == "https", progressTo, len(h.Resends), resends(h, resendCustomer, s.OrderAmount)) {
-		h.Resends[i].Outcome = o
-	}
-	if err := ctx.Err(); err != nil {
-		return h, fmt.Errorf("the sale was interrupted: %w", err)
-	}
-	if h.After, err = adm.Voucher(ctx, s.Code); err != nil {
-		return h, fmt.Errorf("%w: after the sale: %w", ErrSetup, err)
-	}
-	return h, nil
+	return r, nil
 }
 
-// phase offers n requests written by write at s.Rate, printing progress if asked.
-func phase(ctx context.Context, name string, s Settings, host string, tls bool, progressTo io.Writer, n int, write writer) []Outcome {
+// phase offers n requests written by write at the sale's rate, printing progress if asked.
+func (r *rehearsal) phase(ctx context.Context, name string, n int, write writer) []Outcome {
 	if n == 0 {
 		return nil
 	}
 	var m *meter
-	if progressTo != nil {
+	if r.progressTo != nil {
 		m = newMeter()
 		stop := make(chan struct{})
 		defer close(stop)
-		go progress(progressTo, name, m, stop)
+		go progress(r.progressTo, name, m, stop)
 	}
-	return newSender(host, tls, s.Connections, s.Timeout, m).offer(ctx, n, s.Rate, write)
+	return newSender(r.host, r.tls, r.s.Connections, r.s.Timeout, m).offer(ctx, n, r.s.Rate, write)
 }
 
 // reservations writes h's planned reservations: numeric customerIds, as the seed's clients send.
@@ -124,8 +140,12 @@ func reservations(h *History, amount int64) writer {
 }
 
 // resends writes one reservation of each granted order, as its customer first sent it.
-func resends(h *History, customer map[int32]uint64, amount int64) writer {
+func resends(h *History, grants []Grant, amount int64) writer {
 	path := "/vouchers/" + h.Code + "/reservations"
+	customer := make(map[int32]uint64, len(grants))
+	for _, g := range grants {
+		customer[g.Order] = g.Customer
+	}
 	return func(i int, req *fasthttp.Request, buf []byte) []byte {
 		order := h.Resends[i].Order
 		return reservation(req, path, h.OrderPrefix, customer[order], order, amount, buf)
