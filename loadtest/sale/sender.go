@@ -70,6 +70,9 @@ func (s *sender) offer(ctx context.Context, n int, rate float64, write writer) [
 			defer fasthttp.ReleaseResponse(resp)
 			var buf []byte
 			for i := range queue {
+				if ctx.Err() != nil {
+					continue // interrupted: what is still queued stays NotSent
+				}
 				o := &out[i]
 				o.Scheduled, o.Sent = due(i), time.Since(start)
 				req.Reset()

@@ -103,3 +103,16 @@ func BenchmarkOpenLoop(b *testing.B) {
 		})
 	}
 }
+
+// TestSenderStopsWhenAsked: once ctx ends, what was not yet sent stays NotSent.
+func TestSenderStopsWhenAsked(t *testing.T) {
+	addr := serve(t, soldOutAnswer)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := newSender(addr, false, 4, time.Second, nil).offer(ctx, 1000, 1000, fixedRequest)
+	for i, o := range out {
+		if o.State != NotSent {
+			t.Fatalf("request %d after the end: %+v", i, o)
+		}
+	}
+}
