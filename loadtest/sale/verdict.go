@@ -27,7 +27,8 @@ const maxSamples = 5
 //     exceeded supply (some request was told OUT_OF_STOCK; nothing is released during the sale);
 //   - accounting: the admin's usedCount is what it was plus granted minus released, and its
 //     counts of confirmed and released rows grew by the confirms and releases answered 200;
-//   - retries: every retry got its original's answer (status, and discount of a 201);
+//   - retries: every retry got its original's answer (status, and discount of a 201); a 503 or
+//     no answer on either side decides nothing and is left to the answers check;
 //   - regrants: every granted order, re-sent once after the sale, got 201 with its discount
 //     again (a released one: 409);
 //   - per-customer: no customer holds more than the voucher's per-customer limit;
@@ -74,10 +75,10 @@ func accounting(h *History) Check {
 	}
 }
 
-// undecided reports whether o cannot be compared: a tolerated 503, or no answer (counted by
-// the answers check).
-func (h *History) undecided(o Outcome) bool {
-	return o.State != Answered || (o.Status == 503 && h.Tolerate503)
+// undecided reports whether o decided nothing: no answer, or a 503 (retryable: the order may
+// be granted or refused later). The answers check counts them as errors unless tolerated.
+func undecided(o Outcome) bool {
+	return o.State != Answered || o.Status == 503
 }
 
 func same(a, b Outcome) bool {
@@ -93,7 +94,7 @@ func retries(h *History) Check {
 		}
 		n++
 		o, first := h.Reservations[i], h.Reservations[p.Original]
-		if h.undecided(o) || h.undecided(first) {
+		if undecided(o) || undecided(first) {
 			continue
 		}
 		compared++
@@ -104,7 +105,7 @@ func retries(h *History) Check {
 		}
 	}
 	c.Pass = differ == 0
-	c.Figures = fmt.Sprintf("%d of %d retries answered as their original; %d differ; %d not comparable (no answer or a tolerated 503)",
+	c.Figures = fmt.Sprintf("%d of %d retries answered as their original; %d differ; %d not comparable (one of the two had no answer or a 503)",
 		compared-differ, n, differ, n-compared)
 	return c
 }
@@ -128,7 +129,7 @@ func regrants(h *History) Check {
 	}
 	var ok, wrong, skipped int
 	for _, r := range h.Resends {
-		if h.undecided(r.Outcome) || unsettled[r.Order] {
+		if undecided(r.Outcome) || unsettled[r.Order] {
 			skipped++
 			continue
 		}
@@ -146,7 +147,7 @@ func regrants(h *History) Check {
 	}
 	grants := len(discount)
 	c.Pass = wrong == 0 && len(h.Resends) == grants
-	c.Figures = fmt.Sprintf("%d granted orders, %d re-sent after the sale: %d answered as granted (201, same discount; 409 if released), %d not, %d not comparable",
+	c.Figures = fmt.Sprintf("%d granted orders, %d re-sent after the sale: %d answered as granted (201, same discount; 409 if released), %d not, %d not comparable (no answer or a 503)",
 		grants, len(h.Resends), ok, wrong, skipped)
 	return c
 }

@@ -80,6 +80,9 @@ func TestVerdictFailsABadSale(t *testing.T) {
 		{"a 503 when not tolerated", "answers", func(h *History) {
 			h.Reservations[33] = Outcome{State: Answered, Status: 503, Error: "UNAVAILABLE"}
 		}},
+		{"a granted order's re-send answered 503 when not tolerated", "answers", func(h *History) {
+			h.Resends[3].Outcome = Outcome{State: Answered, Status: 503, Error: "UNAVAILABLE"}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := recordedSale()
@@ -89,6 +92,16 @@ func TestVerdictFailsABadSale(t *testing.T) {
 				t.Errorf("verdict, want %s to fail:\n%s", tc.check, v)
 			}
 		})
+	}
+}
+
+// TestVerdictLeavesA503ToTheAnswersCheck: a retry granted after its original was answered 503
+// is what a client retrying a 503 should get; only the answers check (the 503 itself) fails.
+func TestVerdictLeavesA503ToTheAnswersCheck(t *testing.T) {
+	h := recordedSale()
+	h.Reservations[2] = Outcome{State: Answered, Status: 503, Error: "UNAVAILABLE"} // request 42 retries it: 201
+	if got := failed(Judge(h)); len(got) != 1 || got[0] != "answers" {
+		t.Errorf("failed checks %v, want only answers", got)
 	}
 }
 
