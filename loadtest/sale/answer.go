@@ -286,3 +286,20 @@ func (p *scanner) digits() bool {
 	}
 	return p.i > start
 }
+
+// codes are the error codes the API answers; intern returns them without a new string.
+var codes = map[string]string{}
+
+func init() {
+	for _, c := range []string{"OUT_OF_STOCK", "ALREADY_USED", "RESERVATION_RELEASED", "RESERVATION_CONFIRMED",
+		"RESERVATION_NOT_FOUND", "VOUCHER_NOT_FOUND", "NOT_ELIGIBLE", "BAD_REQUEST", "UNAVAILABLE", "PAYLOAD_TOO_LARGE"} {
+		codes[c] = c
+	}
+}
+
+func intern(code string) string {
+	if c, ok := codes[code]; ok {
+		return c
+	}
+	return code
+}

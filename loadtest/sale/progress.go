@@ -6,7 +6,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // progress prints m to w once a second until stop is closed: offered and achieved rate in
@@ -36,4 +40,37 @@ func progress(w io.Writer, phase string, m *meter, stop <-chan struct{}) {
 			time.Since(began).Seconds(), released-lastReleased, answered-lastAnswered, strings.Join(counts, ", "), p99)
 		lastReleased, lastAnswered = released, answered
 	}
+}
+
+// meter counts answers while a phase runs, for the progress line. Its methods may be called
+// from several goroutines; a nil meter counts nothing.
+type meter struct {
+	released atomic.Int64 // requests that fell due
+	mu       sync.Mutex
+	answers  map[string]int
+	latency  *hdrhistogram.Histogram
+	answered int
+}
+
+func (m *meter) release() {
+	if m != nil {
+		m.released.Add(1)
+	}
+}
+
+func newMeter() *meter {
+	return &meter{answers: map[string]int{}, latency: newLatencyHistogram()}
+}
+
+func (m *meter) count(o *Outcome) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.answers[o.Key()]++
+	if o.State == Answered {
+		m.answered++
+		_ = m.latency.RecordValue(int64(o.Latency() / time.Microsecond))
+	}
+	m.mu.Unlock()
 }

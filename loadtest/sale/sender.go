@@ -5,10 +5,8 @@ import (
 	"errors"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/valyala/fasthttp"
 )
 
@@ -114,59 +112,4 @@ func failure(err error) string {
 		return oe.Op + " error"
 	}
 	return "transport error"
-}
-
-// codes are the error codes the API answers; intern returns them without a new string.
-var codes = map[string]string{}
-
-func init() {
-	for _, c := range []string{"OUT_OF_STOCK", "ALREADY_USED", "RESERVATION_RELEASED", "RESERVATION_CONFIRMED",
-		"RESERVATION_NOT_FOUND", "VOUCHER_NOT_FOUND", "NOT_ELIGIBLE", "BAD_REQUEST", "UNAVAILABLE", "PAYLOAD_TOO_LARGE"} {
-		codes[c] = c
-	}
-}
-
-func intern(code string) string {
-	if c, ok := codes[code]; ok {
-		return c
-	}
-	return code
-}
-
-// meter counts answers while a phase runs, for the progress line. Its methods may be called
-// from several goroutines; a nil meter counts nothing.
-type meter struct {
-	released atomic.Int64 // requests that fell due
-	mu       sync.Mutex
-	answers  map[string]int
-	latency  *hdrhistogram.Histogram
-	answered int
-}
-
-func (m *meter) release() {
-	if m != nil {
-		m.released.Add(1)
-	}
-}
-
-func newMeter() *meter {
-	return &meter{answers: map[string]int{}, latency: newLatencyHistogram()}
-}
-
-func (m *meter) count(o *Outcome) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	m.answers[o.Key()]++
-	if o.State == Answered {
-		m.answered++
-		_ = m.latency.RecordValue(int64(o.Latency() / time.Microsecond))
-	}
-	m.mu.Unlock()
-}
-
-// newLatencyHistogram holds latencies in µs from 1 µs to 10 minutes with 3 significant digits.
-func newLatencyHistogram() *hdrhistogram.Histogram {
-	return hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)
 }

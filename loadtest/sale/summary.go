@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Summary is what a run measured, as printed and as written with --json. Times are in
@@ -58,6 +60,11 @@ type Percentiles struct {
 	P99  float64 `json:"p99"`
 	P999 float64 `json:"p99.9"`
 	Max  float64 `json:"max"`
+}
+
+// newLatencyHistogram holds latencies in µs from 1 µs to 10 minutes with 3 significant digits.
+func newLatencyHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
