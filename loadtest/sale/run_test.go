@@ -35,7 +35,10 @@ func TestRehearsalThroughARealEdge(t *testing.T) {
 		Target: "http://" + e.Addr, Admin: "http://" + b.Addr, Token: b.Token,
 		Code: fmt.Sprintf("REHEARSE-%d", time.Now().UnixNano()%1e9), Create: true, Uses: 100, PerCustomer: 2, Discount: 70,
 		OrderAmount: 1000, Rate: 2000, Requests: 1500, Connections: 32, Timeout: 10 * time.Second, Seed: 11,
-		Traffic: sale.Traffic{Customers: 500, RetryShare: 0.1, SecondOrderShare: 0.3, ConfirmShare: 0.4, ReleaseShare: 0.2},
+		// a 503 is the design's answer to a Redis call slower than VG_REDIS_TIMEOUT, which a CI
+		// machine busy with every other package's tests may cause; the client would retry it
+		Tolerate503: true,
+		Traffic:     sale.Traffic{Customers: 500, RetryShare: 0.1, SecondOrderShare: 0.3, ConfirmShare: 0.4, ReleaseShare: 0.2},
 	}
 	h, err := sale.Run(ctx, s, nil)
 	if err != nil {
