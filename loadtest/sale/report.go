@@ -18,7 +18,14 @@ var reportHTML string
 var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"deref":   func(p *float64) float64 { return *p },
 	"legendX": func(i int) int { return 70 + 150*i },
+	"row":     func(name string, p Percentiles) percentileRow { return percentileRow{name, p} },
 }).Parse(reportHTML))
+
+// percentileRow is one line of the report's latency table.
+type percentileRow struct {
+	Name string
+	P    Percentiles
+}
 
 // WriteReport writes h's report as one HTML page that needs nothing else: latency
 // percentiles over time, answers per second by kind, the moment the voucher sold out and

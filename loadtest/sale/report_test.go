@@ -39,7 +39,7 @@ func TestReportFetchesNothing(t *testing.T) {
 	if strings.Contains(page, "https://") || strings.Contains(page, "<script") {
 		t.Error("the report has an https:// address or a script")
 	}
-	for _, want := range []string{"Verdict: PASS", "sold out at", "<polyline", "p99", "409 OUT_OF_STOCK", "regrants"} {
+	for _, want := range []string{"Verdict: PASS", "sold out at", "<polyline", "p99", "409 OUT_OF_STOCK", "regrants", "due after the sell-out"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the report lacks %q", want)
 		}
