@@ -6,7 +6,7 @@ export VG_ADMIN_TOKEN ?= dev-admin-token
 export VG_DEMO_VOUCHER ?= FLASH100
 
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults services db vet bench bench-edge help
+.PHONY: run test test-faults services db vet bench bench-edge bench-sale rehearse help
 
 ## run: start PostgreSQL, Redis and NATS if needed, then the backend with a demo flash voucher
 run: services db
@@ -35,7 +35,7 @@ vet:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: the files above need formatting"; exit 1; }
 
 ## bench: the system's benchmarks, each beside its baseline in the same run (see docs/BENCHMARKS.md)
-bench: services bench-edge
+bench: services bench-edge bench-sale
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20000x ./backend/gate
 	$(GO) test -run '^$$' -bench 'VersusRedisBenchmark' -benchtime 1x ./backend/quota
 	$(GO) test -run '^$$' -bench 'HTTPVersusRedisBenchmark' -benchtime 1x ./backend/api
@@ -51,6 +51,19 @@ bench: services bench-edge
 bench-edge:
 	$(GO) test -run '^$$' -bench 'SoldOutHandler|SoldOutServer|BareHandler|Extract|Lookup' -benchmem ./edge/proxy/ ./edge/orderid/ ./edge/soldout/
 	$(GO) run ./loadtest compare -rounds 9 -duration 3s -warmup 500ms -conns 8
+
+## bench-sale: the voucher document's flash sale through an edge and a backend it starts itself:
+## a 1,000-use voucher, 50,000 reservations offered at 50,000/s (open loop), 10% retries, 5 sales,
+## each with its verdict, then the medians (goal: exactly 1,000 granted, verdict pass, p99 < 100 ms)
+bench-sale: services
+	$(GO) run ./loadtest salebench -rounds 5 -uses 1000 -requests 50000 -rate 50000 -retry-share 0.1 -connections 256
+
+## rehearse: a small flash sale against `make run`'s backend (127.0.0.1:8080) on a new voucher,
+## with its verdict and an HTML report in $TMPDIR (or /tmp); start `make run` first
+rehearse:
+	$(GO) run ./loadtest sale -target http://127.0.0.1:8080 -token $(VG_ADMIN_TOKEN) -create \
+		-code REHEARSE-$$(date +%s) -uses 1000 -rate 2000 -requests 10000 -progress \
+		-report $${TMPDIR:-/tmp}/vouchergate-rehearsal.html
 
 ## help: list the targets and what each does
 help:

@@ -3,6 +3,7 @@ module vouchergate
 go 1.26.8
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/allegro/bigcache/v3 v3.1.0
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/caarlos0/env/v11 v11.4.2

@@ -4,6 +4,8 @@
 //	go run ./loadtest flash -target ADDR ... reservations of new orders at an edge or backend on 127.0.0.1
 //	go run ./loadtest allwin [flags]         flash reservations that all win vs the seed's Solution 1 (pgbench)
 //	go run ./loadtest sellout [flags]        10,000-use flash sales of 200 concurrent new customers
+//	go run ./loadtest sale -code CODE [flags] rehearse a flash sale, open loop, with a verdict and a report
+//	go run ./loadtest salebench [flags]      the same sale through an edge and a backend it starts itself
 package main
 
 import (
@@ -37,6 +39,12 @@ func main() {
 		err = runAllWin(ctx, os.Args[2:])
 	case "sellout":
 		err = runSellout(ctx, os.Args[2:])
+	case "sale":
+		code := runSale(ctx, os.Args[2:])
+		stop()
+		os.Exit(code)
+	case "salebench":
+		err = runSaleBench(ctx, os.Args[2:])
 	default:
 		usage()
 	}
@@ -50,7 +58,11 @@ func usage() {
 	fmt.Fprintln(os.Stderr, `usage: loadtest compare [-rounds N -duration D -warmup D -conns N]
        loadtest flash -target 127.0.0.1:PORT -code CODE [-duration D -conns N]
        loadtest allwin [-rounds N -duration D -warmup D -conns N -pgclients N -pgthreads N -backend PATH]
-       loadtest sellout [-rounds N -uses N -conns N -tail D -limit D -baseline=BOOL -backend PATH]`)
+       loadtest sellout [-rounds N -uses N -conns N -tail D -limit D -baseline=BOOL -backend PATH]
+       loadtest sale -code CODE [-target URL -admin URL -token T -create -uses N -per-customer K -rate R
+                     -duration D | -requests N -connections C -retry-share S ... -json FILE -report FILE.html]
+                     (loadtest sale -h lists every flag; exit 0: verdict passed, 1: failed, 2: could not run)
+       loadtest salebench [-rounds N] [sale flags]  boots a backend and an edge, then runs the sale through the edge`)
 	os.Exit(2)
 }
 

@@ -91,6 +91,9 @@ install_test_binaries() { # every server binary and client the tests run (testki
   need psql postgresql-client
   pg_bin pg_ctl >/dev/null
   pg_bin initdb >/dev/null
+  # loadtest/sale renders its HTML report in headless Chromium; that test skips without it
+  command -v chromium >/dev/null 2>&1 || apt_install chromium ||
+    echo "services: chromium could not be installed; loadtest/sale's rendering test will skip" >&2
 }
 
 if [ "$install" = yes ]; then

@@ -1,16 +1,15 @@
 package flashbench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"vouchergate/loadtest/admin"
+	"vouchergate/shared/wire"
 )
 
 // createDatabase creates database name on the server of adminURL and returns its URL.
@@ -54,59 +53,21 @@ type Voucher struct {
 }
 
 // VoucherState is what the admin API says of a voucher after a run.
-type VoucherState struct {
-	UsedCount      int            `json:"usedCount"`
-	Counts         map[string]int `json:"counts"`
-	RedisRemaining *int64         `json:"redisRemaining"`
+type VoucherState = wire.VoucherView
+
+// Admin is a client of the backend's admin API.
+func (b *Backend) Admin() *admin.Client {
+	return &admin.Client{URL: "http://" + b.Addr, Token: b.Token, HTTP: b.http}
 }
 
 // CreateVoucher creates v through POST /admin/vouchers.
 func (b *Backend) CreateVoucher(ctx context.Context, v Voucher) error {
-	now := time.Now().UTC()
-	body, _ := json.Marshal(map[string]any{
-		"code": v.Code, "discountAmount": 100, "minOrderAmount": 0,
-		"totalLimit": v.TotalLimit, "perUserLimit": v.PerUserLimit,
-		"startsAt": now.Add(-time.Minute).Format(time.RFC3339), "endsAt": now.Add(24 * time.Hour).Format(time.RFC3339),
-		"flashSale": v.FlashSale,
-	})
-	status, out, err := b.admin(ctx, "POST", "/admin/vouchers", body)
-	if err != nil {
-		return err
-	}
-	if status != http.StatusCreated {
-		return fmt.Errorf("create voucher %s: %d %s", v.Code, status, out)
-	}
-	return nil
+	now := time.Now()
+	return b.Admin().Create(ctx, admin.Spec{Code: v.Code, Discount: 100, TotalLimit: v.TotalLimit,
+		PerUserLimit: v.PerUserLimit, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(24 * time.Hour), FlashSale: v.FlashSale})
 }
 
 // Voucher reads code's counts through GET /admin/vouchers/{code}.
 func (b *Backend) Voucher(ctx context.Context, code string) (VoucherState, error) {
-	status, out, err := b.admin(ctx, "GET", "/admin/vouchers/"+code, nil)
-	if err != nil {
-		return VoucherState{}, err
-	}
-	if status != http.StatusOK {
-		return VoucherState{}, fmt.Errorf("read voucher %s: %d %s", code, status, out)
-	}
-	var v VoucherState
-	if err := json.Unmarshal(out, &v); err != nil {
-		return VoucherState{}, fmt.Errorf("read voucher %s: %w in %s", code, err, out)
-	}
-	return v, nil
-}
-
-func (b *Backend) admin(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+b.Addr+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+b.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := b.http.Do(req)
-	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, out, err
+	return b.Admin().Voucher(ctx, code)
 }

@@ -24,6 +24,7 @@ const clockTick = 10 * time.Millisecond
 type CPUUse struct {
 	Wall      time.Duration
 	Backend   time.Duration // the backend process (or nothing, for the pgbench side)
+	Edge      time.Duration // the edge process, when there is one
 	Generator time.Duration // this process: the load generator
 	Pgbench   time.Duration // the pgbench process, on the pgbench side
 	Redis     time.Duration
@@ -56,11 +57,12 @@ func (u CPUUse) String(rps float64) string {
 		}
 	}
 	part("backend", u.Backend)
+	part("edge", u.Edge)
 	part("pgbench", u.Pgbench)
 	part("postgres", u.Postgres)
 	part("redis", u.Redis)
 	part("generator", u.Generator)
-	other := u.Machine - u.Backend - u.Pgbench - u.Postgres - u.Redis - u.Generator
+	other := u.Machine - u.Backend - u.Edge - u.Pgbench - u.Postgres - u.Redis - u.Generator
 	fmt.Fprintf(&b, "other %.2f cores; machine %.2f of %d cores busy", max(0, u.Cores(other)), u.Cores(u.Machine), runtime.NumCPU())
 	return b.String()
 }
@@ -68,18 +70,39 @@ func (u CPUUse) String(rps float64) string {
 // cpuMeter samples the CPU time of the processes a measurement involves.
 type cpuMeter struct {
 	backendPID int
+	edgePID    int
 	redis      *redis.Client
 }
 
 type cpuSample struct {
-	at                                   time.Time
-	backend, self, redis, postgres, busy time.Duration
+	at                                         time.Time
+	backend, edge, self, redis, postgres, busy time.Duration
+}
+
+// Other is what neither the named processes nor the servers used: other sessions' work.
+func (u CPUUse) Other() time.Duration {
+	return max(0, u.Machine-u.Backend-u.Edge-u.Pgbench-u.Postgres-u.Redis-u.Generator)
+}
+
+// MeasureCPU runs run and says where the CPU went meanwhile: b, e (if not nil), Redis,
+// PostgreSQL, this process and the whole machine.
+func MeasureCPU(ctx context.Context, b *Backend, e *Edge, run func() error) (CPUUse, error) {
+	m := cpuMeter{backendPID: b.PID, redis: b.redis}
+	if e != nil {
+		m.edgePID = e.PID
+	}
+	start := m.sample(ctx)
+	err := run()
+	return start.until(m.sample(ctx)), err
 }
 
 func (m cpuMeter) sample(ctx context.Context) cpuSample {
 	s := cpuSample{at: time.Now(), self: selfCPU(), postgres: postgresCPU(), busy: machineBusy()}
 	if m.backendPID > 0 {
 		s.backend = processCPU(m.backendPID)
+	}
+	if m.edgePID > 0 {
+		s.edge = processCPU(m.edgePID)
 	}
 	if m.redis != nil {
 		s.redis = redisCPU(ctx, m.redis)
@@ -88,7 +111,7 @@ func (m cpuMeter) sample(ctx context.Context) cpuSample {
 }
 
 func (s cpuSample) until(e cpuSample) CPUUse {
-	return CPUUse{Wall: e.at.Sub(s.at), Backend: e.backend - s.backend, Generator: e.self - s.self,
+	return CPUUse{Wall: e.at.Sub(s.at), Backend: e.backend - s.backend, Edge: e.edge - s.edge, Generator: e.self - s.self,
 		Redis: e.redis - s.redis, Postgres: e.postgres - s.postgres, Machine: e.busy - s.busy}
 }
 

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"vouchergate/loadtest/flashbench"
+	"vouchergate/loadtest/load"
+	"vouchergate/loadtest/sale"
+)
+
+// goalP99 is issue 11's goal for the voucher document's sale through the edge: p99 of every
+// answer under 100 ms.
+const goalP99 = 100 * time.Millisecond
+
+// runSaleBench is `loadtest salebench`: it starts a backend and an edge built from this tree
+// on free 127.0.0.1 ports, runs the sale of `loadtest sale` through the edge -rounds times,
+// each on a new voucher, and prints each round and the medians. It fails if a verdict fails;
+// the latency goal is reported, not enforced.
+func runSaleBench(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("salebench", flag.ExitOnError)
+	srv, backendBin := systemFlags(fs)
+	edgeBin := fs.String("edge", "", "a built edge command; empty: go build ./edge into a temporary folder")
+	s := saleFlags(fs)
+	out := outputFlags(fs)
+	rounds := fs.Int("rounds", 3, "sales, each on a new voucher")
+	fs.Set("requests", "50000")
+	fs.Set("rate", "50000")
+	fs.Set("create", "true")
+	_ = fs.Parse(args)
+	before, began := loadAverage(), time.Now()
+	b, err := flashbench.StartBackend(ctx, *srv, *backendBin)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	e, err := flashbench.StartEdge(ctx, b, *edgeBin)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	s.Target, s.Admin, s.Token, s.Create = "http://"+e.Addr, "http://"+b.Addr, b.Token, true
+	var sums []sale.Summary
+	var uses []flashbench.CPUUse
+	stamp := time.Now().Unix()
+	for i := range *rounds {
+		s.Code = fmt.Sprintf("BENCH%d-%d", i+1, stamp)
+		o := *out
+		o.json, o.report = perRound(o.json, i+1), perRound(o.report, i+1)
+		fmt.Printf("--- round %d of %d: %s\n", i+1, *rounds, s.Code)
+		var progressTo io.Writer
+		if o.progress {
+			progressTo = os.Stderr
+		}
+		var sum sale.Summary
+		use, err := flashbench.MeasureCPU(ctx, b, e, func() (err error) {
+			sum, err = rehearse(ctx, *s, o, progressTo, os.Stdout)
+			return err
+		})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "backend output:\n%s\nedge output:\n%s\n", b.LogTail(2000), e.LogTail(2000))
+			return err
+		}
+		fmt.Printf("CPU from the voucher's creation to its last read (%v, %d requests), per request: %s\n",
+			use.Wall.Round(time.Millisecond), sum.Requests, use.String(float64(sum.Requests)/use.Wall.Seconds()))
+		sums, uses = append(sums, sum), append(uses, use)
+	}
+	printSaleMedians(sums, *s)
+	fmt.Printf("  cores busy from each voucher's creation to its last read: edge %.2f, backend %.2f, Redis %.2f, PostgreSQL %.2f, generator %.2f, other sessions %.2f; machine %.2f of %d\n",
+		cores(uses, func(u flashbench.CPUUse) time.Duration { return u.Edge }),
+		cores(uses, func(u flashbench.CPUUse) time.Duration { return u.Backend }),
+		cores(uses, func(u flashbench.CPUUse) time.Duration { return u.Redis }),
+		cores(uses, func(u flashbench.CPUUse) time.Duration { return u.Postgres }),
+		cores(uses, func(u flashbench.CPUUse) time.Duration { return u.Generator }),
+		cores(uses, flashbench.CPUUse.Other),
+		cores(uses, func(u flashbench.CPUUse) time.Duration { return u.Machine }), runtime.NumCPU())
+	fmt.Println(b.LogSummary())
+	machine(before, began)
+	for i, sum := range sums {
+		if !sum.Verdict.Pass {
+			return fmt.Errorf("round %d's verdict failed", i+1)
+		}
+	}
+	return nil
+}
+
+// perRound inserts -N before name's extension: sale.html becomes sale-2.html.
+func perRound(name string, round int) string {
+	if name == "" {
+		return ""
+	}
+	ext := filepath.Ext(name)
+	return fmt.Sprintf("%s-%d%s", strings.TrimSuffix(name, ext), round, ext)
+}
+
+// cores is the median over the rounds of one part's cores.
+func cores(uses []flashbench.CPUUse, part func(flashbench.CPUUse) time.Duration) float64 {
+	v := make([]float64, len(uses))
+	for i, u := range uses {
+		v[i] = u.Cores(part(u))
+	}
+	return load.Median(v)
+}
+
+func printSaleMedians(sums []sale.Summary, s sale.Settings) {
+	col := func(f func(sale.Summary) float64) float64 {
+		v := make([]float64, len(sums))
+		for i, x := range sums {
+			v[i] = f(x)
+		}
+		return load.Median(v)
+	}
+	p99 := col(func(x sale.Summary) float64 { return x.Latency.P99 })
+	fmt.Printf("medians of %d sales of %d uses, %d requests offered at %.0f/s through the edge, %.0f%% retries:\n",
+		len(sums), s.Uses, s.Count(), s.Rate, 100*s.RetryShare)
+	fmt.Printf("  sent at %.0f/s (99%% within %.2f ms of schedule; the generator took %.2f cores), answered at %.0f/s; granted %.0f; sold out at %.0f ms\n",
+		col(func(x sale.Summary) float64 { return x.OfferedRate }), col(func(x sale.Summary) float64 { return x.SendLateP99Ms }),
+		col(func(x sale.Summary) float64 { return x.GeneratorCores }),
+		col(func(x sale.Summary) float64 { return x.AchievedRate }), col(func(x sale.Summary) float64 { return float64(x.Granted) }),
+		col(func(x sale.Summary) float64 {
+			if x.SoldOutMs == nil {
+				return -1
+			}
+			return *x.SoldOutMs
+		}))
+	fmt.Printf("  latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms\n",
+		col(func(x sale.Summary) float64 { return x.Latency.P50 }), col(func(x sale.Summary) float64 { return x.Latency.P90 }),
+		p99, col(func(x sale.Summary) float64 { return x.Latency.P999 }), col(func(x sale.Summary) float64 { return x.Latency.Max }))
+	fmt.Printf("  due before the sell-out: p99 %.2f ms; due after it: p99 %.2f ms\n",
+		col(func(x sale.Summary) float64 { return x.Before.P99 }), col(func(x sale.Summary) float64 { return x.After.P99 }))
+	passed := 0
+	for _, x := range sums {
+		if x.Verdict.Pass {
+			passed++
+		}
+	}
+	met := "met"
+	if p99 >= float64(goalP99/time.Millisecond) {
+		met = "NOT met"
+	}
+	fmt.Printf("  verdicts passed: %d of %d; goal p99 < %v: %s (median p99 %.2f ms)\n", passed, len(sums), goalP99, met, p99)
+}
