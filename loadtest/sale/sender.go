@@ -40,6 +40,9 @@ type writer func(i int, req *fasthttp.Request, buf []byte) []byte
 // offer sends n requests at rate, each written by write, and returns their outcomes. It
 // returns early, with the rest NotSent, when ctx ends.
 func (s *sender) offer(ctx context.Context, n int, rate float64, write writer) []Outcome {
+	// The next phase has a sender of its own: this one's connections must not stay open beside
+	// its, counting against a server's cap on connections from one address.
+	defer s.client.CloseIdleConnections()
 	out := make([]Outcome, n)
 	start := time.Now()
 	due := func(i int) time.Duration { return time.Duration(float64(i) * float64(time.Second) / rate) }
