@@ -14,10 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -44,17 +41,14 @@ var DefaultServers = Servers{
 // Backend is a backend command started for a benchmark. Close stops it and removes its data.
 type Backend struct {
 	Addr  string // 127.0.0.1:port
-	PID   int
 	Token string // the admin token
+	process
 
 	servers    Servers
 	db         string // its database
 	redisPfx   string
 	natsPfx    string
-	dir        string // the built binary and the log
-	cmd        *exec.Cmd
-	exited     chan struct{}
-	http       *http.Client
+	http       *http.Client // the admin API's
 	redis      *redis.Client
 	closedOnce bool
 }
@@ -72,21 +66,14 @@ func name(lead string) string {
 // default of configs/backend.yaml.
 func StartBackend(ctx context.Context, srv Servers, binary string) (b *Backend, err error) {
 	b = &Backend{servers: srv, Token: name("bench-"), redisPfx: name("vgbench") + ":", natsPfx: name("vgbench"),
-		exited: make(chan struct{}), http: &http.Client{Timeout: 30 * time.Second}}
+		http: &http.Client{Timeout: 30 * time.Second}}
 	defer func() {
 		if err != nil {
 			_ = b.Close()
 		}
 	}()
-	if b.dir, err = os.MkdirTemp("", "vg-flashbench-"); err != nil {
+	if binary, err = b.prepare(ctx, "backend", binary); err != nil {
 		return b, err
-	}
-	if binary == "" {
-		binary = filepath.Join(b.dir, "backend")
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", binary, "vouchergate/backend").CombinedOutput()
-		if err != nil {
-			return b, fmt.Errorf("go build vouchergate/backend: %w\n%s", err, out)
-		}
 	}
 	opts, err := redis.ParseURL(srv.RedisURL)
 	if err != nil {
@@ -101,23 +88,13 @@ func StartBackend(ctx context.Context, srv Servers, binary string) (b *Backend, 
 	if b.Addr, err = freeAddr(); err != nil {
 		return b, err
 	}
-	logf, err := os.Create(filepath.Join(b.dir, "backend.log"))
-	if err != nil {
-		return b, err
-	}
-	defer logf.Close()
-	b.cmd = exec.Command(binary)
-	b.cmd.Env = append(environWithoutVG(),
+	if err = b.start(binary,
 		"VG_BACKEND_ADDR="+b.Addr, "VG_DATABASE_URL="+dbURL, "VG_REDIS_URL="+srv.RedisURL,
 		"VG_REDIS_PREFIX="+b.redisPfx, "VG_NATS_URL="+srv.NATSURL, "VG_NATS_PREFIX="+b.natsPfx,
-		"VG_ADMIN_TOKEN="+b.Token, "VG_EXPIRE_EVERY=0", "VG_RECONCILE_EVERY=0", "VG_WARMUP_EVERY=0")
-	b.cmd.Stdout, b.cmd.Stderr = logf, logf
-	if err := b.cmd.Start(); err != nil {
-		return b, fmt.Errorf("start %s: %w", binary, err)
+		"VG_ADMIN_TOKEN="+b.Token, "VG_EXPIRE_EVERY=0", "VG_RECONCILE_EVERY=0", "VG_WARMUP_EVERY=0"); err != nil {
+		return b, err
 	}
-	b.PID = b.cmd.Process.Pid
-	go func() { _ = b.cmd.Wait(); close(b.exited) }()
-	return b, b.waitHealthy(ctx, 30*time.Second)
+	return b, b.waitReady(ctx, "http://"+b.Addr+"/healthz", 30*time.Second)
 }
 
 // environWithoutVG is this process's environment less every VG_ setting (the Makefile exports
@@ -141,42 +118,10 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func (b *Backend) waitHealthy(ctx context.Context, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+b.Addr+"/healthz", nil)
-		if resp, err := b.http.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		select {
-		case <-b.exited:
-			return fmt.Errorf("the backend exited at start:\n%s", b.LogTail(2000))
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the backend did not answer /healthz on %s within %v:\n%s", b.Addr, within, b.LogTail(2000))
-		}
-	}
-}
-
-// LogTail returns the last n bytes of the backend's output.
-func (b *Backend) LogTail(n int) string {
-	out, _ := os.ReadFile(filepath.Join(b.dir, "backend.log"))
-	if len(out) > n {
-		out = out[len(out)-n:]
-	}
-	return string(out)
-}
-
 // LogSummary counts the warnings and errors the backend logged and quotes the first of each
 // distinct message (up to a few), or says there were none.
 func (b *Backend) LogSummary() string {
-	out, _ := os.ReadFile(filepath.Join(b.dir, "backend.log"))
+	out, _ := os.ReadFile(b.logPath())
 	counts := map[string]int{}
 	var order []string
 	for _, line := range strings.Split(string(out), "\n") {
@@ -217,15 +162,7 @@ func (b *Backend) Close() error {
 	}
 	b.closedOnce = true
 	var errs []error
-	if b.cmd != nil && b.cmd.Process != nil {
-		_ = b.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-b.exited:
-		case <-time.After(10 * time.Second):
-			_ = b.cmd.Process.Kill()
-			<-b.exited
-		}
-	}
+	b.stop(10 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if b.db != "" {
@@ -238,9 +175,7 @@ func (b *Backend) Close() error {
 	if b.natsPfx != "" {
 		deleteBucket(ctx, b.servers.NATSURL, events.Names{Prefix: b.natsPfx}.StateBucket())
 	}
-	if b.dir != "" {
-		errs = append(errs, os.RemoveAll(b.dir))
-	}
+	errs = append(errs, b.removeFiles())
 	return errors.Join(errs...)
 }
 
