@@ -9,8 +9,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+	"vouchergate/loadtest/load"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -97,7 +97,7 @@ func MeasureCPU(ctx context.Context, b *Backend, e *Edge, run func() error) (CPU
 }
 
 func (m cpuMeter) sample(ctx context.Context) cpuSample {
-	s := cpuSample{at: time.Now(), self: selfCPU(), postgres: postgresCPU(), busy: machineBusy()}
+	s := cpuSample{at: time.Now(), self: load.SelfCPU(), postgres: postgresCPU(), busy: machineBusy()}
 	if m.backendPID > 0 {
 		s.backend = processCPU(m.backendPID)
 	}
@@ -113,14 +113,6 @@ func (m cpuMeter) sample(ctx context.Context) cpuSample {
 func (s cpuSample) until(e cpuSample) CPUUse {
 	return CPUUse{Wall: e.at.Sub(s.at), Backend: e.backend - s.backend, Edge: e.edge - s.edge, Generator: e.self - s.self,
 		Redis: e.redis - s.redis, Postgres: e.postgres - s.postgres, Machine: e.busy - s.busy}
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // statFields returns the fields of /proc/PID/stat after the command name.

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/loadtest/admin"
+	"vouchergate/loadtest/load"
 )
 
 // ErrSetup is wrapped by Run's errors when the sale could not be run at all: the target or
@@ -32,9 +33,9 @@ func Run(ctx context.Context, s Settings, progressTo io.Writer) (*History, error
 	h := r.h
 	h.Plan = Plan(s.Traffic, s.Count(), r.seed)
 	h.Started = time.Now()
-	cpu := cpuTime()
+	cpu := load.SelfCPU()
 	h.Reservations = r.phase(ctx, "sale", len(h.Plan), reservations(h, s.OrderAmount))
-	h.GeneratorCPU = cpuTime() - cpu
+	h.GeneratorCPU = load.SelfCPU() - cpu
 	if err := ctx.Err(); err != nil {
 		return h, fmt.Errorf("the sale was interrupted: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"vouchergate/loadtest/load"
 	"vouchergate/testkit"
 )
 
@@ -90,9 +91,9 @@ func BenchmarkOpenLoop(b *testing.B) {
 		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
 			h := &History{Rate: float64(rate), Plan: make([]Planned, rate)}
 			for range b.N {
-				cpu := cpuTime()
+				cpu := load.SelfCPU()
 				h.Reservations = newSender(addr, false, 64, 10*time.Second, nil).offer(context.Background(), len(h.Plan), h.Rate, fixedRequest)
-				h.GeneratorCPU = cpuTime() - cpu
+				h.GeneratorCPU = load.SelfCPU() - cpu
 			}
 			s := Summarize(h, Verdict{})
 			b.ReportMetric(s.OfferedRate, "sent/s")
