@@ -22,7 +22,7 @@ import (
 // finished and forwarded. (Before: each upload was read whole into memory, about 300 MB.)
 func TestHeldUploadsKeepTheEdgeUnder100MB(t *testing.T) {
 	var forwarded atomic.Int64
-	checkout := serveHandler(t, func(ctx *fasthttp.RequestCtx) {
+	checkout, _ := testkit.ServeHTTP(t, func(ctx *fasthttp.RequestCtx) {
 		if len(ctx.Request.Body()) == 1<<20 {
 			forwarded.Add(1)
 		}

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"vouchergate/testkit"
 )
 
@@ -185,17 +183,4 @@ func readStatus(c net.Conn) (int, error) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode, nil
-}
-
-// serveHandler runs h on a free 127.0.0.1 port until the test ends and returns its address.
-func serveHandler(t *testing.T, h fasthttp.RequestHandler) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &fasthttp.Server{Handler: h}
-	go s.Serve(ln) //nolint:errcheck
-	t.Cleanup(func() { _ = s.Shutdown() })
-	return ln.Addr().String()
 }

@@ -34,15 +34,15 @@ func noGoErrorText(t *testing.T, a answerOf) {
 
 func TestUpstreamFailuresGetJSONGatewayErrors(t *testing.T) {
 	hang := make(chan struct{})
-	slowAddr, _ := serve(t, func(ctx *fasthttp.RequestCtx) {
+	slowAddr, _ := testkit.ServeHTTP(t, func(ctx *fasthttp.RequestCtx) {
 		if string(ctx.Path()) != "/healthz" {
 			<-hang
 		}
 	})
 	t.Cleanup(func() { close(hang) }) // before the server's shutdown, which waits for handlers
-	bigAddr, _ := serve(t, func(ctx *fasthttp.RequestCtx) { ctx.SetBody(make([]byte, 64<<10)) })
+	bigAddr, _ := testkit.ServeHTTP(t, func(ctx *fasthttp.RequestCtx) { ctx.SetBody(make([]byte, 64<<10)) })
 	b := newFakeBackend(map[string]int{"FLASH": 5})
-	bAddr, _ := serve(t, b.handle)
+	bAddr, _ := testkit.ServeHTTP(t, b.handle)
 
 	tests := []struct {
 		name     string
@@ -88,8 +88,8 @@ func TestNoBackendGets503WithRetryAfter(t *testing.T) {
 
 func TestAKilledBackendIsRoutedAroundAndTakenBack(t *testing.T) {
 	b1, b2 := newFakeBackend(map[string]int{"FLASH": 1000}), newFakeBackend(map[string]int{"FLASH": 1000})
-	addr1, s1 := serve(t, b1.handle)
-	addr2, _ := serve(t, b2.handle)
+	addr1, s1 := testkit.ServeHTTP(t, b1.handle)
+	addr2, _ := testkit.ServeHTTP(t, b2.handle)
 	e := startEdge(t, edgeConfig{backends: []string{addr1, addr2}})
 	for i := range 20 {
 		if a := e.reserve(t, "FLASH", "a-"+itoa(i)); a.status != 201 {

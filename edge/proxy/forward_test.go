@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"vouchergate/testkit"
 )
 
 // checkout records the last request it got and answers what the request asks for.
@@ -60,9 +62,9 @@ func rawRoundTrip(t *testing.T, addr, raw string) *http.Response {
 
 func TestCheckoutPathsPassThrough(t *testing.T) {
 	co := &checkout{}
-	coAddr, _ := serve(t, co.handle)
+	coAddr, _ := testkit.ServeHTTP(t, co.handle)
 	b := newFakeBackend(nil)
-	bAddr, _ := serve(t, b.handle)
+	bAddr, _ := testkit.ServeHTTP(t, b.handle)
 	e := startEdge(t, edgeConfig{backends: []string{bAddr}, checkout: coAddr})
 
 	body := "name=caf%C3%A9&qty=2\x00binary\xff"
@@ -150,7 +152,7 @@ func itoa(n int) string { return string(fasthttp.AppendUint(nil, n)) }
 
 func TestClientRequestIDIsKept(t *testing.T) {
 	b := newFakeBackend(map[string]int{"FLASH": 5})
-	addr, _ := serve(t, b.handle)
+	addr, _ := testkit.ServeHTTP(t, b.handle)
 	e := startEdge(t, edgeConfig{backends: []string{addr}})
 	a := e.do(t, "POST", "/vouchers/FLASH/reservations", `{"customerId":"c","orderId":"o-1","orderAmount":1}`, "X-Request-Id", "client-id-123")
 	if a.status != 201 || string(a.header.Peek("X-Request-Id")) != "client-id-123" {
@@ -167,7 +169,7 @@ func TestClientRequestIDIsKept(t *testing.T) {
 
 func TestRoutesAndBadInput(t *testing.T) {
 	b := newFakeBackend(map[string]int{"FLASH": 5})
-	addr, _ := serve(t, b.handle)
+	addr, _ := testkit.ServeHTTP(t, b.handle)
 	local := func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("local") }
 	e := startEdge(t, edgeConfig{backends: []string{addr}, maxAPI: 512, local: local}) // no checkout API
 	huge := `{"orderId":"o","pad":"` + strings.Repeat("x", 600) + `"}`
@@ -227,9 +229,9 @@ func TestRoutesAndBadInput(t *testing.T) {
 
 func TestOversizedRequestsGetJSON4xx(t *testing.T) {
 	b := newFakeBackend(map[string]int{"FLASH": 5})
-	addr, _ := serve(t, b.handle)
+	addr, _ := testkit.ServeHTTP(t, b.handle)
 	co := &checkout{}
-	coAddr, _ := serve(t, co.handle)
+	coAddr, _ := testkit.ServeHTTP(t, co.handle)
 	e := startEdge(t, edgeConfig{backends: []string{addr}, checkout: coAddr, maxBody: 4096, maxHeader: 2048})
 
 	resp := rawRoundTrip(t, e.addr, "POST /cart HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"+strings.Repeat("x", 100))

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"vouchergate/testkit"
 )
 
 // Issue 12, item 6: what of a client's header reaches the upstream.
@@ -24,7 +26,7 @@ func headerNames(r *fasthttp.Request) map[string]string {
 // upstream for either, and "Authorization: Basic dXNlcjpwYXNz" added by fasthttp.)
 func TestUpstreamGetsAHostAndNoUserinfo(t *testing.T) {
 	co := &checkout{}
-	coAddr, _ := serve(t, co.handle)
+	coAddr, _ := testkit.ServeHTTP(t, co.handle)
 	e := startEdge(t, edgeConfig{backends: []string{"127.0.0.1:1"}, checkout: coAddr})
 
 	for _, tt := range []struct{ name, raw, host string }{
@@ -60,7 +62,7 @@ func TestUpstreamGetsAHostAndNoUserinfo(t *testing.T) {
 // X-Forwarded-Proto are the edge's. (Before: all forwarded as the client sent them, nothing set.)
 func TestClientHeadersTheUpstreamMustNotTrust(t *testing.T) {
 	co := &checkout{}
-	coAddr, _ := serve(t, co.handle)
+	coAddr, _ := testkit.ServeHTTP(t, co.handle)
 	e := startEdge(t, edgeConfig{backends: []string{"127.0.0.1:1"}, checkout: coAddr})
 
 	for _, bad := range []string{"X Foo: b", "Transfer Encoding: chunked"} {
@@ -101,7 +103,7 @@ func TestClientHeadersTheUpstreamMustNotTrust(t *testing.T) {
 // (Before: fasthttp took the request line and waited for a CRLF CRLF: 408 after the timeout.)
 func TestBareLFIsRefusedAtOnce(t *testing.T) {
 	co := &checkout{}
-	coAddr, _ := serve(t, co.handle)
+	coAddr, _ := testkit.ServeHTTP(t, co.handle)
 	e := startEdge(t, edgeConfig{backends: []string{"127.0.0.1:1"}, checkout: coAddr})
 	for _, raw := range []string{
 		"GET /cart HTTP/1.1\nHost: shop.example\n\n",

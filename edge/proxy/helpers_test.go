@@ -21,19 +21,6 @@ import (
 	"vouchergate/testkit"
 )
 
-// serve runs h on a fresh 127.0.0.1 port until the test ends and returns the address.
-func serve(t testing.TB, h fasthttp.RequestHandler) (string, *fasthttp.Server) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &fasthttp.Server{Handler: h}
-	go s.Serve(ln) //nolint:errcheck
-	t.Cleanup(func() { _ = s.Shutdown() })
-	return ln.Addr().String(), s
-}
-
 // fakeBackend speaks the backend's wire contract for flash vouchers, in memory: reservations
 // take uses until none is left, a retry of a granted order gets its 201 again, and
 // /vouchers/{code}/state reports the holders.

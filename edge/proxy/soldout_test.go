@@ -12,7 +12,7 @@ import (
 
 func TestSoldOutVoucherIsAnsweredAtTheEdge(t *testing.T) {
 	b := newFakeBackend(map[string]int{"FLASH": 2})
-	addr, _ := serve(t, b.handle)
+	addr, _ := testkit.ServeHTTP(t, b.handle)
 	e := startEdge(t, edgeConfig{backends: []string{addr}})
 	if err := e.cache.Apply(soldOutState("FLASH", "o-1", "o-2")); err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestSoldOutVoucherIsAnsweredAtTheEdge(t *testing.T) {
 
 func TestGrantedOrderRetryGoesThroughAfterTheSellOut(t *testing.T) {
 	b := newFakeBackend(map[string]int{"FLASH": 2})
-	addr, _ := serve(t, b.handle)
+	addr, _ := testkit.ServeHTTP(t, b.handle)
 	e := startEdge(t, edgeConfig{backends: []string{addr}})
 	for _, id := range []string{"o-1", "o-2"} {
 		if a := e.reserve(t, "FLASH", id); a.status != 201 {
@@ -48,7 +48,7 @@ func TestGrantedOrderRetryGoesThroughAfterTheSellOut(t *testing.T) {
 
 func TestUnreadableOrderIsLeftToTheBackend(t *testing.T) {
 	b := newFakeBackend(map[string]int{"FLASH": 1})
-	addr, _ := serve(t, b.handle)
+	addr, _ := testkit.ServeHTTP(t, b.handle)
 	e := startEdge(t, edgeConfig{backends: []string{addr}})
 	_ = e.cache.Apply(soldOutState("FLASH", "o-1"))
 	a := e.do(t, "POST", "/vouchers/FLASH/reservations", `{"orderId":`)
@@ -62,7 +62,7 @@ func TestUnreadableOrderIsLeftToTheBackend(t *testing.T) {
 
 func TestPassing409TeachesTheEdgeTheHolders(t *testing.T) {
 	b := newFakeBackend(map[string]int{"FLASH": 1})
-	addr, _ := serve(t, b.handle)
+	addr, _ := testkit.ServeHTTP(t, b.handle)
 	e := startEdge(t, edgeConfig{backends: []string{addr}})
 	if a := e.reserve(t, "FLASH", "winner"); a.status != 201 {
 		t.Fatalf("first reservation: %d %s", a.status, a.body)
@@ -87,7 +87,7 @@ func TestPassing409TeachesTheEdgeTheHolders(t *testing.T) {
 
 func TestBackInStockFromTheBackendClearsTheEntry(t *testing.T) {
 	b := newFakeBackend(map[string]int{"FLASH": 1})
-	addr, _ := serve(t, b.handle)
+	addr, _ := testkit.ServeHTTP(t, b.handle)
 	e := startEdge(t, edgeConfig{backends: []string{addr}})
 	e.reserve(t, "FLASH", "winner")
 	e.reserve(t, "FLASH", "late")
@@ -106,7 +106,7 @@ func TestBackInStockFromTheBackendClearsTheEntry(t *testing.T) {
 // whose Get (v3.1.0) copies the key and the value; nothing else on the path may allocate.
 func TestSoldOutPathAllocatesOnlyBigcachesCopies(t *testing.T) {
 	b := newFakeBackend(map[string]int{"FLASH": 1})
-	addr, _ := serve(t, b.handle)
+	addr, _ := testkit.ServeHTTP(t, b.handle)
 	e := startEdge(t, edgeConfig{backends: []string{addr}})
 	_ = e.cache.Apply(soldOutState("FLASH", "o-1"))
 	for _, body := range []string{

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
+
+	"vouchergate/testkit"
 )
 
 // stallingBackend answers reservations like fakeBackend, but each waits until the test lets it go.
@@ -48,7 +50,7 @@ func (e *edge) awaitWaiting(t *testing.T, n float64) {
 
 func TestReservationWaitingForASlotIsAnsweredWhenTheVoucherSellsOut(t *testing.T) {
 	b := newStallingBackend(map[string]int{"FLASH": 1})
-	addr, _ := serve(t, b.handle)
+	addr, _ := testkit.ServeHTTP(t, b.handle)
 	e := startEdge(t, edgeConfig{backends: []string{addr}, slots: 1, slotWait: time.Minute})
 
 	first := e.reserveAsync(t, "FLASH", "o-1")
@@ -78,7 +80,7 @@ func TestReservationWaitingForASlotIsAnsweredWhenTheVoucherSellsOut(t *testing.T
 
 func TestReservationFindingNoSlotInTimeIsAnswered503(t *testing.T) {
 	b := newStallingBackend(map[string]int{"FLASH": 5})
-	addr, _ := serve(t, b.handle)
+	addr, _ := testkit.ServeHTTP(t, b.handle)
 	e := startEdge(t, edgeConfig{backends: []string{addr}, slots: 1, slotWait: 20 * time.Millisecond})
 	defer close(b.letGo)
 

@@ -13,19 +13,6 @@ import (
 	"vouchergate/testkit"
 )
 
-// serve answers every request with handler on a 127.0.0.1 port until the test ends.
-func serve(t testing.TB, handler fasthttp.RequestHandler) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &fasthttp.Server{Handler: handler}
-	go srv.Serve(ln) //nolint:errcheck
-	t.Cleanup(func() { _ = srv.Shutdown() })
-	return ln.Addr().String()
-}
-
 func soldOutAnswer(ctx *fasthttp.RequestCtx) {
 	ctx.SetStatusCode(409)
 	ctx.SetContentType("application/json")
@@ -43,7 +30,7 @@ func fixedRequest(i int, req *fasthttp.Request, buf []byte) []byte {
 // is answered and its latency counts from its scheduled time.
 func TestSenderIsAnOpenLoop(t *testing.T) {
 	stall := make(chan struct{})
-	addr := serve(t, func(ctx *fasthttp.RequestCtx) {
+	addr, _ := testkit.ServeHTTP(t, func(ctx *fasthttp.RequestCtx) {
 		<-stall
 		soldOutAnswer(ctx)
 	})
@@ -86,7 +73,7 @@ func TestSenderCountsRequestsWithNoAnswer(t *testing.T) {
 // 99th percentile left, the answers' p99, and the cores the process took (generator and
 // server): what the generator can offer on this machine. Run with -benchtime 1x.
 func BenchmarkOpenLoop(b *testing.B) {
-	addr := serve(b, soldOutAnswer)
+	addr, _ := testkit.ServeHTTP(b, soldOutAnswer)
 	for _, rate := range []int{10_000, 20_000, 30_000, 40_000, 50_000, 60_000} {
 		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
 			h := &History{Rate: float64(rate), Plan: make([]Planned, rate)}
@@ -107,7 +94,7 @@ func BenchmarkOpenLoop(b *testing.B) {
 
 // TestSenderStopsWhenAsked: once ctx ends, what was not yet sent stays NotSent.
 func TestSenderStopsWhenAsked(t *testing.T) {
-	addr := serve(t, soldOutAnswer)
+	addr, _ := testkit.ServeHTTP(t, soldOutAnswer)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	out := newSender(addr, false, 4, time.Second, nil).offer(ctx, 1000, 1000, fixedRequest)
