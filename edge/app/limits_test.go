@@ -149,3 +149,67 @@ func TestBodiesOverTheRouteLimitAreRefusedBeforeTheyAreRead(t *testing.T) {
 		})
 	}
 }
+
+// A large body's share of the budget comes back however its request ends: read and forwarded,
+// cut off by its client, or refused for growing past the limit. With a budget of two 1 MB
+// uploads, three of each ending and then two uploads held open at once are both accepted; one
+// leaked share would refuse the second with 503.
+func TestTheBodyBudgetComesBackHoweverAnUploadEnds(t *testing.T) {
+	checkout, _ := testkit.ServeHTTP(t, func(*fasthttp.RequestCtx) {})
+	const size = 1 << 20
+	p := startEdgeProcess(t, "VG_EDGE_UPSTREAM="+checkout, "VG_EDGE_MAX_BODY_BYTES=1048576",
+		"VG_EDGE_BODY_BUDGET_BYTES=2097152")
+	head := fmt.Sprintf("POST /cart HTTP/1.1\r\nHost: shop.example\r\nContent-Length: %d\r\n\r\n", size)
+	body := strings.Repeat("x", size)
+	for range 3 {
+		c := dialRaw(t, p.Addr) // forwarded
+		_, _ = io.WriteString(c, head+body)
+		if status, _ := c.answer(t); status != 200 {
+			t.Fatalf("a whole upload: %d; want 200", status)
+		}
+		c = dialRaw(t, p.Addr) // cut off
+		_, _ = io.WriteString(c, head+body[:size/2])
+		c.Close()
+		c = dialRaw(t, p.Addr) // chunked past the limit
+		_, _ = io.WriteString(c, "POST /cart HTTP/1.1\r\nHost: shop.example\r\nTransfer-Encoding: chunked\r\n\r\n"+
+			fmt.Sprintf("%x\r\n%s\r\n", size, body)+"1\r\nx\r\n0\r\n\r\n")
+		if status, _ := c.answer(t); status != 413 {
+			t.Fatalf("a chunked upload past the limit: %d; want 413", status)
+		}
+	}
+	testkit.Eventually(t, "two uploads held at once both accepted", func() bool {
+		held := []*rawConn{dialRaw(t, p.Addr), dialRaw(t, p.Addr)}
+		for _, c := range held {
+			_, _ = io.WriteString(c, head+body[:size-1])
+		}
+		ok := true
+		for _, c := range held {
+			_, _ = io.WriteString(c, "x")
+			status, _ := c.answer(t)
+			ok = ok && status == 200
+			c.Close()
+		}
+		return ok
+	})
+}
+
+// HTTP/1.0 has no 100-continue, so the edge cannot budget a large body before reading it: it
+// takes from HTTP/1.0 clients bodies up to an API body's size, and refuses larger ones (413)
+// from their Content-Length, before reading them. (Before: an oversized HTTP/1.0 body was read
+// up to 8 KB before its 413.)
+func TestHTTP10LargeBodiesAreRefusedUnread(t *testing.T) {
+	checkout, _ := testkit.ServeHTTP(t, func(*fasthttp.RequestCtx) {})
+	p := startEdgeProcess(t, "VG_EDGE_UPSTREAM="+checkout)
+	for _, tt := range []struct {
+		length, status int
+	}{{100, 200}, {20 << 10, 413}, {100 << 20, 413}} {
+		c := dialRaw(t, p.Addr)
+		_, _ = fmt.Fprintf(c, "POST /cart HTTP/1.0\r\nHost: shop.example\r\nContent-Length: %d\r\n\r\n", tt.length)
+		if tt.length <= 100 {
+			_, _ = io.WriteString(c, strings.Repeat("x", tt.length))
+		}
+		if status, body := c.answer(t); status != tt.status {
+			t.Fatalf("HTTP/1.0 with a %d-byte body (header only sent when refused): %d %s; want %d", tt.length, status, body, tt.status)
+		}
+	}
+}

@@ -162,10 +162,13 @@ func dialRaw(t *testing.T, addr string) *rawConn {
 	return &rawConn{Conn: c, r: bufio.NewReader(c)}
 }
 
-// answer reads one answer's status and body.
+// answer reads one final answer's status and body, after any 1xx.
 func (c *rawConn) answer(t *testing.T) (int, string) {
 	t.Helper()
 	resp, err := http.ReadResponse(c.r, nil)
+	for err == nil && resp.StatusCode < 200 {
+		resp, err = http.ReadResponse(c.r, nil)
+	}
 	if err != nil {
 		t.Fatalf("read an answer: %v", err)
 	}
@@ -175,12 +178,17 @@ func (c *rawConn) answer(t *testing.T) (int, string) {
 	return resp.StatusCode, sb.String()
 }
 
-// readStatus reads one answer from c and returns its status.
+// readStatus reads one final answer from c, after any 1xx, and returns its status.
 func readStatus(c net.Conn) (int, error) {
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		return 0, err
+	r := bufio.NewReader(c)
+	for {
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 200 { // a 100 Continue comes before the answer
+			return resp.StatusCode, nil
+		}
 	}
-	resp.Body.Close()
-	return resp.StatusCode, nil
 }

@@ -2,9 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"errors"
-	"io"
-	"sync"
 	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
@@ -12,16 +9,25 @@ import (
 	"vouchergate/shared/wire"
 )
 
-// The edge's server streams request bodies (fasthttp's StreamRequestBody): fasthttp reads the
-// header and at most 8 KB of the body before the handler runs, and the handler reads the rest
-// itself, knowing the route's limit. So a body is refused from its Content-Length before it is
-// read, or as soon as a chunked one passes the limit; never after a megabyte was read for a
-// route that takes 8 KB. A body is read once, into a buffer the upstream request then sends
-// as it is.
+// The edge's server reads a request's body whole before the handler runs, but never more than
+// its route's limit, and never a large one without a place in the body budget:
+//   - HeaderReceived gives each request its route's limit (VG_MAX_BODY_BYTES for voucher and
+//     quota paths, VG_EDGE_MAX_BODY_BYTES for the checkout API), so a body declared larger is
+//     refused (413) before a byte of it is read, and a chunked one as soon as it passes the limit;
+//   - a body larger than an API body (a checkout upload, or a chunked one that may become one) is
+//     made to expect 100-continue, so that the server asks Expect before reading it. Expect takes
+//     its size from the budget, or refuses it (503) when the budget is full; what it took is given
+//     back when the server resets the request, whatever way the request ended (a bodyHold is
+//     a user value, which fasthttp closes on reset).
+//
+// So the bodies in memory at once are at most the budget plus one API body per connection. An
+// HTTP/1.1 client that did not ask for it gets a "100 Continue" before the answer, which RFC
+// 9110 §15.2 requires it to accept. HTTP/1.0 has no 100-continue: its bodies are bounded to an
+// API body's size. The sold-out answer reads its small body in one step, as a bare server does.
 
-// budget bounds the bytes of the bodies being read or forwarded at once. A request that does
-// not fit is refused rather than made to wait: a client holding an upload open must not make
-// others queue behind it. It is safe for concurrent use.
+// budget bounds the bytes of the large bodies being read or forwarded at once. A request that
+// does not fit is refused rather than made to wait: a client holding an upload open must not
+// make others queue behind it. It is safe for concurrent use.
 type budget struct {
 	max  int64 // 0: no bound
 	used atomic.Int64
@@ -50,132 +56,20 @@ func (b *budget) give(n int) {
 	}
 }
 
-// apiBodies holds buffers of MaxAPIBodyBytes for voucher and quota bodies, so that reading
-// one allocates nothing on the sold-out path.
-type apiBodies struct {
-	size int
-	pool sync.Pool // of *[]byte with cap size
+// bodyHold is a request's share of the budget, given back when fasthttp closes it with the
+// request's other user values.
+type bodyHold struct {
+	from *budget
+	n    int
 }
 
-func (a *apiBodies) get() *[]byte {
-	if b, ok := a.pool.Get().(*[]byte); ok {
-		return b
-	}
-	b := make([]byte, 0, a.size)
-	return &b
+func (h *bodyHold) Close() error {
+	h.from.give(h.n)
+	return nil
 }
 
-func (a *apiBodies) put(b *[]byte) {
-	*b = (*b)[:0]
-	a.pool.Put(b)
-}
-
-// heldBody is what readBody leaves to give back once the request is answered.
-type heldBody struct {
-	api   *[]byte // a pooled API buffer, or nil
-	taken int     // bytes taken from the budget
-}
-
-// release gives back what h holds. The request's body must not be used afterwards.
-func (p *Proxy) release(h heldBody) {
-	if h.api != nil {
-		p.apiBodies.put(h.api)
-	}
-	p.bodies.give(h.taken)
-}
-
-// readBody reads the request's body, at most limit bytes, into memory as the request's body.
-// A body over the limit gets 413, one the budget has no room for 503 (when budgeted), one that
-// cannot be read (cut short, too slow) 400 or 408; each closes the connection, as the rest of
-// the body may still be on the way. The caller releases what it returns once answered.
-func (p *Proxy) readBody(ctx *fasthttp.RequestCtx, limit int, budgeted bool) (heldBody, bool) {
-	var held heldBody
-	stream := ctx.RequestBodyStream()
-	if stream == nil { // a server that read the body already, as tests calling Handle have
-		if len(ctx.Request.Body()) > limit {
-			p.tooLarge(ctx)
-			return held, false
-		}
-		return held, true
-	}
-	length := ctx.Request.Header.ContentLength() // -1: chunked
-	if length > limit {
-		p.tooLarge(ctx)
-		return held, false
-	}
-	size := length
-	if length < 0 {
-		size = limit
-	}
-	if budgeted {
-		if !p.bodies.take(size) {
-			p.counts.bodyBudgetFull.Inc()
-			ctx.SetConnectionClose()
-			p.reject(ctx, fasthttp.StatusServiceUnavailable, wire.CodeUnavailable, "the edge is reading too many bodies; retry shortly")
-			return held, false
-		}
-		held.taken = size
-	}
-	var buf []byte
-	if size <= p.apiBodies.size {
-		held.api = p.apiBodies.get()
-		buf = *held.api
-	} else {
-		buf = make([]byte, 0, size+1) // one byte more: a chunked body's extra byte shows it is too large
-	}
-	buf, err := readAtMost(stream, buf, limit, length)
-	if held.api != nil {
-		*held.api = buf[:0] // the same array, kept for the pool
-	}
-	switch {
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		p.release(held)
-		p.tooLarge(ctx)
-		return heldBody{}, false
-	case err != nil:
-		p.release(held)
-		ctx.SetConnectionClose()
-		p.ReadFailure(ctx, err)
-		return heldBody{}, false
-	}
-	ctx.Request.SetBodyRaw(buf)
-	return held, true
-}
-
-// readAtMost appends to buf the body from stream: length bytes, or for a chunked body (length
-// -1) all of it, failing with fasthttp.ErrBodyTooLarge once it has more than limit bytes.
-func readAtMost(stream io.Reader, buf []byte, limit, length int) ([]byte, error) {
-	if length >= 0 {
-		buf = buf[:length]
-		_, err := io.ReadFull(stream, buf)
-		return buf, err
-	}
-	for {
-		if len(buf) == cap(buf) {
-			if len(buf) > limit {
-				return buf, fasthttp.ErrBodyTooLarge
-			}
-			buf = append(buf, 0)[:len(buf)] // grow; never past limit+1 bytes read
-		}
-		n, err := stream.Read(buf[len(buf):min(cap(buf), limit+1)])
-		buf = buf[:len(buf)+n]
-		if len(buf) > limit {
-			return buf, fasthttp.ErrBodyTooLarge
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
-}
-
-// tooLarge answers 413 and closes the connection, whose unread body may still be coming.
-func (p *Proxy) tooLarge(ctx *fasthttp.RequestCtx) {
-	ctx.SetConnectionClose()
-	p.reject(ctx, fasthttp.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "the body is larger than the limit")
-}
+// bodyHoldKey is the user value under which a request keeps its bodyHold.
+var bodyHoldKey = []byte("vouchergate.bodyHold")
 
 // bodyLimit is the most a route's request body may hold.
 func (p *Proxy) bodyLimit(r route) int {
@@ -185,23 +79,47 @@ func (p *Proxy) bodyLimit(r route) int {
 	return p.opts.MaxAPIBodyBytes
 }
 
+// budgeted reports whether a body of declared length n (-1: chunked) under the given limit is
+// large enough to need the budget, and the bytes it takes.
+func (p *Proxy) budgeted(n, limit int) (int, bool) {
+	switch {
+	case n > p.opts.MaxAPIBodyBytes:
+		return n, true
+	case n == -1 && limit > p.opts.MaxAPIBodyBytes:
+		return limit, true
+	}
+	return 0, false
+}
+
 // HeaderReceived runs when the server has read a request's header (use it as the server's
-// HeaderReceived). A request that declares a body larger than its route takes is made to expect
-// 100-continue, so that Expect refuses it (413) before a byte of the body is read: the server
-// would otherwise wait for the first 8 KB of it before the handler could refuse it. The route is
-// taken from the raw target only when normalizing cannot change it; otherwise the largest limit
-// applies here and the handler applies the route's.
+// HeaderReceived): it sets the request's body limit to its route's, and makes a large body
+// expect 100-continue, so that Expect can refuse it or budget it before it is read.
 func (p *Proxy) HeaderReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	if n := h.ContentLength(); n > p.opts.MaxAPIBodyBytes && h.IsHTTP11() {
-		limit := p.opts.MaxBodyBytes
-		if path, ok := plainPath(h.RequestURI()); ok {
-			limit = p.bodyLimit(matchPath(path).route)
-		}
-		if n > limit {
-			h.Set(fasthttp.HeaderExpect, "100-continue")
+	limit := p.bodyLimit(routeOfTarget(h))
+	if n := h.ContentLength(); n <= limit {
+		if _, large := p.budgeted(n, limit); large {
+			if h.IsHTTP11() {
+				h.Set(fasthttp.HeaderExpect, "100-continue")
+			} else {
+				limit = p.opts.MaxAPIBodyBytes
+			}
 		}
 	}
-	return fasthttp.RequestConfig{}
+	return fasthttp.RequestConfig{MaxRequestBodySize: limit}
+}
+
+// routeOfTarget is the route of the request's target, read as the server will read it. An
+// origin-form target that normalizing cannot change (the usual one) is matched as it is.
+func routeOfTarget(h *fasthttp.RequestHeader) route {
+	if path, ok := plainPath(h.RequestURI()); ok {
+		return matchPath(path).route
+	}
+	u := fasthttp.AcquireURI()
+	defer fasthttp.ReleaseURI(u)
+	if err := u.Parse(h.Host(), h.RequestURI()); err != nil {
+		return routeCheckout // the largest limit; the server refuses the target next
+	}
+	return matchPath(u.Path()).route
 }
 
 // plainPath returns the path of an origin-form target that fasthttp's normalizing leaves as it
@@ -221,14 +139,36 @@ func plainPath(target []byte) ([]byte, bool) {
 	return target, true
 }
 
-// Expect answers a request with "Expect: 100-continue" before its body is sent: 100 lets the
-// client send it; a body larger than the route's limit gets 413 without being invited. Use it
-// as the server's ExpectHandler.
+// Expect answers a request with "Expect: 100-continue" before its body is read (use it as the
+// server's ExpectHandler): a body larger than the route's limit gets 413, a large one the
+// budget has no room for 503, both without being invited; any other gets 100 and is read.
 func (p *Proxy) Expect(ctx *fasthttp.RequestCtx) int {
-	if ctx.Request.Header.ContentLength() > p.bodyLimit(matchPath(ctx.Path()).route) {
+	n := ctx.Request.Header.ContentLength()
+	limit := p.bodyLimit(matchPath(ctx.Path()).route)
+	if n > limit {
 		p.counts.rejectedRequest.Inc()
 		answer(ctx, fasthttp.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "the body is larger than the limit")
 		return fasthttp.StatusRequestEntityTooLarge
 	}
+	if size, large := p.budgeted(n, limit); large {
+		if !p.bodies.take(size) {
+			p.counts.bodyBudgetFull.Inc()
+			p.counts.rejectedRequest.Inc()
+			answer(ctx, fasthttp.StatusServiceUnavailable, wire.CodeUnavailable, "the edge is reading too many bodies; retry shortly")
+			return fasthttp.StatusServiceUnavailable
+		}
+		ctx.SetUserValueBytes(bodyHoldKey, &bodyHold{from: &p.bodies, n: size})
+	}
 	return fasthttp.StatusContinue
+}
+
+// bodyFits answers 413 for a body larger than its route's limit, which HeaderReceived could
+// only apply before the target was read in full, and reports whether the body fits.
+func (p *Proxy) bodyFits(ctx *fasthttp.RequestCtx, r route) bool {
+	if len(ctx.Request.Body()) <= p.bodyLimit(r) {
+		return true
+	}
+	ctx.SetConnectionClose()
+	p.reject(ctx, fasthttp.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "the body is larger than the limit")
+	return false
 }

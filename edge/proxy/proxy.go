@@ -45,7 +45,7 @@ type Options struct {
 	ReserveSlots    int                     // reservations at the backends at once; 0: unbounded
 	ReserveWait     time.Duration           // how long a reservation waits for one of those slots
 	MaxBodyBytes    int                     // body limit of checkout requests; MaxAPIBodyBytes when lower
-	BodyBudget      int                     // checkout bodies being read or forwarded, in bytes in all; 0: no bound
+	BodyBudget      int                     // bodies larger than MaxAPIBodyBytes being read or forwarded, in bytes in all; 0: no bound
 	MaxUpstreamHead int                     // the largest request header sent upstream (config.HeaderLimit.Forwarded); 0: no check
 	Metrics         prometheus.Registerer   // takes the proxy's counters; nil: counted, not exported
 	Log             *slog.Logger
@@ -61,8 +61,7 @@ type Proxy struct {
 	errLog   logLimit
 	room     waitRoom
 
-	bodies    budget    // checkout bodies held
-	apiBodies apiBodies // buffers for voucher and quota bodies
+	bodies budget // large bodies held (body.go)
 }
 
 // New returns a Proxy.
@@ -77,7 +76,6 @@ func New(o Options) *Proxy {
 		idPrefix: []byte("edge-" + hex.EncodeToString(r[:]) + "-"), errLog: logLimit{every: time.Second},
 		room: newWaitRoom(o.ReserveSlots, o.ReserveWait)}
 	p.bodies.max = int64(o.BodyBudget)
-	p.apiBodies.size = o.MaxAPIBodyBytes
 	return p
 }
 
@@ -107,12 +105,9 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")
 			return
 		}
-		held, ok := p.readBody(ctx, p.opts.MaxBodyBytes, true)
-		if !ok {
-			return
+		if p.bodyFits(ctx, m.route) {
+			p.forward(ctx, p.opts.Checkout, p.opts.CheckoutTimeout, nil)
 		}
-		defer p.release(held)
-		p.forward(ctx, p.opts.Checkout, p.opts.CheckoutTimeout, nil)
 	case routeNotFound:
 		p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")
 	case routeBadCode:
@@ -120,11 +115,9 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	case routeBadOrder:
 		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, wire.CheckID("orderId", string(m.order), wire.MaxOrderIDLen).Error())
 	default: // reserve, confirm, release, quota
-		held, ok := p.readBody(ctx, p.opts.MaxAPIBodyBytes, false)
-		if !ok {
+		if !p.bodyFits(ctx, m.route) {
 			return
 		}
-		defer p.release(held)
 		if m.route == routeReserve {
 			p.reserve(ctx, m.code)
 			return

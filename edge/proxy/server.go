@@ -20,8 +20,8 @@ type ServerOptions struct {
 }
 
 // NewServer returns a fasthttp server running p, whose malformed, slow or oversized requests
-// get JSON 4xx answers. Bodies are streamed to p, which reads each up to its route's limit
-// (body.go); a connection over a cap gets fasthttp's plain-text 503 (all) or 429 (per address)
+// get JSON 4xx answers. A body is read up to its route's limit, a large one only with room in
+// p's body budget (body.go); a connection over a cap gets fasthttp's plain-text 503 (all) or 429 (per address)
 // and is closed. Serve it on StrictLines(ln).
 func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
 	return &fasthttp.Server{
@@ -40,7 +40,6 @@ func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
 		CloseOnShutdown:       true,
 
 		// What a client may make the edge hold (issue 12).
-		StreamRequestBody: true,
 		// A multipart body would be read, into temporary files, before the handler could refuse it.
 		DisablePreParseMultipartForm: true,
 		ExpectHandler:                p.Expect,

@@ -29,11 +29,11 @@ type Edge struct {
 	MaxRespBytes    int           `env:"VG_EDGE_MAX_RESPONSE_BYTES" envDefault:"4194304"` // any upstream answer
 	ShutdownGrace   time.Duration `env:"VG_EDGE_SHUTDOWN_GRACE" envDefault:"10s"`
 
-	// What all clients together may hold: connections, and request bodies buffered for the
-	// checkout API. 0 turns a cap off.
+	// What all clients together may hold: connections, and request bodies larger than
+	// VG_MAX_BODY_BYTES (checkout uploads). 0 turns a cap off.
 	MaxClientConns  int `env:"VG_EDGE_MAX_CLIENT_CONNS" envDefault:"4096"`      // open client connections in all
 	MaxConnsPerIP   int `env:"VG_EDGE_MAX_CONNS_PER_IP" envDefault:"512"`       // open connections from one client address
-	BodyBudgetBytes int `env:"VG_EDGE_BODY_BUDGET_BYTES" envDefault:"33554432"` // bodies being read for the checkout API, in all
+	BodyBudgetBytes int `env:"VG_EDGE_BODY_BUDGET_BYTES" envDefault:"33554432"` // bodies over VG_MAX_BODY_BYTES being read or forwarded, in all
 
 	// Upstream side: each call is bounded as a whole and in each step.
 	BackendTimeout  time.Duration `env:"VG_EDGE_BACKEND_TIMEOUT" envDefault:"3s"`
