@@ -27,52 +27,6 @@ func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
 	return true
 }
 
-// routeAdmin routes /admin/... after authorization.
-func (s *Server) routeAdmin(ctx *fasthttp.RequestCtx, seg [][]byte) {
-	switch {
-	case len(seg) >= 1 && string(seg[0]) == "vouchers" && s.vouchers != nil:
-		s.routeAdminVouchers(ctx, seg[1:])
-	case len(seg) == 1 && string(seg[0]) == "expire" && s.opts.Jobs != nil:
-		if allow(ctx, "POST") {
-			s.expire(ctx)
-		}
-	case len(seg) == 1 && string(seg[0]) == "reconcile" && s.opts.Jobs != nil:
-		if allow(ctx, "POST") {
-			s.reconcile(ctx)
-		}
-	case len(seg) >= 1 && string(seg[0]) == "quota-rules" && s.quotas != nil:
-		s.routeQuotaRules(ctx, seg[1:])
-	default:
-		notFound(ctx)
-	}
-}
-
-// routeAdminVouchers routes /admin/vouchers[/{code}[/warmup]].
-func (s *Server) routeAdminVouchers(ctx *fasthttp.RequestCtx, seg [][]byte) {
-	if len(seg) == 0 {
-		if allow(ctx, "POST") {
-			s.createVoucher(ctx)
-		}
-		return
-	}
-	code, ok := voucherCode(ctx, seg[0])
-	if !ok {
-		return
-	}
-	switch {
-	case len(seg) == 1:
-		if allow(ctx, "GET") {
-			s.getVoucher(ctx, code)
-		}
-	case len(seg) == 2 && string(seg[1]) == "warmup":
-		if allow(ctx, "POST") {
-			s.warmVoucher(ctx, code)
-		}
-	default:
-		notFound(ctx)
-	}
-}
-
 func (s *Server) createVoucher(ctx *fasthttp.RequestCtx) {
 	spec, err := decodeVoucherSpec(ctx.PostBody())
 	if err != nil {

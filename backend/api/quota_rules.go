@@ -12,27 +12,6 @@ import (
 	"vouchergate/shared/wire"
 )
 
-// routeQuotaRules routes /admin/quota-rules[/{id}], after authorization.
-func (s *Server) routeQuotaRules(ctx *fasthttp.RequestCtx, seg [][]byte) {
-	method := string(ctx.Method())
-	switch {
-	case len(seg) == 0 && method == "POST":
-		s.putRule(ctx)
-	case len(seg) == 0:
-		if allow(ctx, "GET") {
-			s.listRules(ctx)
-		}
-	case len(seg) == 1 && method == "DELETE":
-		s.ruleByID(ctx, seg[0], s.quotas.DeleteRule)
-	case len(seg) == 1:
-		if allow(ctx, "GET") {
-			s.ruleByID(ctx, seg[0], s.quotas.Rule)
-		}
-	default:
-		notFound(ctx)
-	}
-}
-
 // dbContext bounds a quota rule call's PostgreSQL work.
 func (s *Server) dbContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), s.opts.DBTimeout)

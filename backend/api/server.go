@@ -4,10 +4,10 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,15 +28,17 @@ type Jobs interface {
 
 // Options configure a Server; zero values take the defaults noted.
 type Options struct {
-	Vouchers       *voucher.Service    // nil: voucher paths answer 404
-	Quotas         *quota.Service      // nil: quota paths answer 404
-	AdminToken     string              // empty: the admin API answers 403
-	RequestTimeout time.Duration       // bound on one voucher request's work (5s)
-	DBTimeout      time.Duration       // bound on a quota rule call's PostgreSQL work (2s)
-	MaxBodyBytes   int                 // larger bodies get 413 PAYLOAD_TOO_LARGE (8192)
-	ReadBufferSize int                 // the largest request header read, request line included (fasthttp's 4096)
-	Jobs           Jobs                // nil: /admin/expire and /admin/reconcile answer 404
-	Metrics        prometheus.Gatherer // nil: /metrics answers 404
+	Vouchers       *voucher.Service      // nil: voucher paths answer 404
+	Quotas         *quota.Service        // nil: quota paths answer 404
+	AdminToken     string                // empty: the admin API answers 403
+	RequestTimeout time.Duration         // bound on one voucher request's work (5s)
+	DBTimeout      time.Duration         // bound on a quota rule call's PostgreSQL work (2s)
+	MaxBodyBytes   int                   // larger bodies get 413 PAYLOAD_TOO_LARGE (8192)
+	ReadBufferSize int                   // the largest request header read, request line included (fasthttp's 4096)
+	Jobs           Jobs                  // nil: /admin/expire and /admin/reconcile answer 404
+	Metrics        prometheus.Gatherer   // nil: /metrics answers 404
+	Registerer     prometheus.Registerer // takes the request counts and latencies; nil: not exported
+	Probes         []Probe               // what /readyz checks (ready.go)
 	Log            *slog.Logger
 }
 
@@ -47,6 +49,7 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	metrics  fasthttp.RequestHandler
+	counts   httpMetrics
 	// readDeduct reads a deduct body: readDeduct, or encoding/json where a benchmark compares.
 	readDeduct func([]byte, *wire.QuotaDeductRequest) error
 }
@@ -65,7 +68,8 @@ func New(opts Options) *Server {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	s := &Server{vouchers: opts.Vouchers, quotas: opts.Quotas, opts: opts, log: opts.Log, readDeduct: readDeduct}
+	s := &Server{vouchers: opts.Vouchers, quotas: opts.Quotas, opts: opts, log: opts.Log, readDeduct: readDeduct,
+		counts: newHTTPMetrics(opts.Registerer)}
 	if opts.Metrics != nil {
 		s.metrics = metrics.Handler(opts.Metrics)
 	}
@@ -103,119 +107,41 @@ func (s *Server) context() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), s.opts.RequestTimeout)
 }
 
-// Handle routes a request.
+// Handle routes a request (routes.go) and counts it under its route (metrics.go).
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
-	path := ctx.Path()
-	if len(path) < 2 || path[0] != '/' {
+	start := time.Now()
+	name := s.serve(ctx)
+	s.counts.observe(ctx, name, start)
+}
+
+// serve answers the request and returns the name of its route.
+func (s *Server) serve(ctx *fasthttp.RequestCtx) string {
+	seg, ok := splitPath(ctx.Path())
+	if !ok {
 		notFound(ctx)
-		return
+		return routeNotFound
 	}
-	if len(ctx.PostBody()) > s.opts.MaxBodyBytes {
+	if string(seg[0]) == "admin" && !s.authorized(ctx) {
+		return "admin_unauthorized"
+	}
+	e, allowed, p := s.route(ctx.Method(), seg)
+	switch {
+	case e == nil && len(allowed) == 0:
+		notFound(ctx)
+		return routeNotFound
+	case e == nil:
+		ctx.Response.Header.Set("Allow", strings.Join(allowed, ", "))
+		respondError(ctx, fasthttp.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "use "+strings.Join(allowed, " or "))
+		return routeBadMethod
+	case len(ctx.PostBody()) > s.opts.MaxBodyBytes:
 		// HTTPServer refuses these before they get here; a caller of Handle may not
 		s.tooLarge(ctx)
-		return
-	}
-	seg := bytes.Split(path[1:], []byte{'/'})
-	switch string(seg[0]) {
-	case "healthz":
-		if len(seg) == 1 && allow(ctx, "GET") {
-			respondJSON(ctx, fasthttp.StatusOK, map[string]string{"status": "ok"})
-		} else if len(seg) != 1 {
-			notFound(ctx)
-		}
-	case "metrics":
-		if len(seg) == 1 && s.metrics != nil && allow(ctx, "GET") {
-			s.metrics(ctx)
-		} else if len(seg) != 1 || s.metrics == nil {
-			notFound(ctx)
-		}
-	case "vouchers":
-		s.routeVouchers(ctx, seg[1:])
-	case "quotas":
-		s.routeQuotas(ctx, seg[1:])
-	case "admin":
-		if s.authorized(ctx) {
-			s.routeAdmin(ctx, seg[1:])
-		}
-	default:
-		notFound(ctx)
-	}
-}
-
-// routeVouchers routes /vouchers/{code}/...
-func (s *Server) routeVouchers(ctx *fasthttp.RequestCtx, seg [][]byte) {
-	if len(seg) < 2 || s.vouchers == nil {
-		notFound(ctx)
-		return
-	}
-	code, ok := voucherCode(ctx, seg[0])
-	if !ok {
-		return
-	}
-	switch {
-	case len(seg) == 2 && string(seg[1]) == "reservations":
-		if allow(ctx, "POST") {
-			s.reserve(ctx, code)
-		}
-	case len(seg) == 2 && string(seg[1]) == "state":
-		if allow(ctx, "GET") {
-			s.state(ctx, code)
-		}
-	case len(seg) == 3 && string(seg[1]) == "reservations":
-		if allow(ctx, "DELETE") {
-			s.release(ctx, code, string(seg[2]))
-		}
-	case len(seg) == 4 && string(seg[1]) == "reservations" && string(seg[3]) == "confirm":
-		if allow(ctx, "POST") {
-			s.confirm(ctx, code, string(seg[2]))
-		}
-	default:
-		notFound(ctx)
-	}
-}
-
-// routeQuotas routes /quotas/...
-func (s *Server) routeQuotas(ctx *fasthttp.RequestCtx, seg [][]byte) {
-	if s.quotas == nil || len(seg) != 1 {
-		notFound(ctx)
-		return
-	}
-	switch string(seg[0]) {
-	case "deduct":
-		if allow(ctx, "POST") {
-			s.deduct(ctx)
-		}
-	case "rollback":
-		if allow(ctx, "POST") {
-			s.rollback(ctx)
-		}
-	case "usage":
-		if allow(ctx, "GET") {
-			s.usage(ctx)
-		}
-	default:
-		notFound(ctx)
-	}
-}
-
-// voucherCode reads a voucher code from a path segment, or answers 400 and returns false.
-func voucherCode(ctx *fasthttp.RequestCtx, seg []byte) (string, bool) {
-	code := string(seg)
-	if !wire.ValidCode(code) {
+	case e.hasCode && !wire.ValidCode(p.code):
 		respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "voucher code must match ^[A-Z0-9_-]{1,32}$")
-		return "", false
+	default:
+		e.handle(s, ctx, p)
 	}
-	return code, true
-}
-
-// allow answers 405 unless the request's method is method.
-func allow(ctx *fasthttp.RequestCtx, method string) bool {
-	if string(ctx.Method()) == method {
-		return true
-	}
-	ctx.Response.Header.Set("Allow", method)
-	respondError(ctx, fasthttp.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "use "+method)
-	return false
+	return e.name
 }
 
 func notFound(ctx *fasthttp.RequestCtx) {

@@ -1,0 +1,51 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Probe checks one thing the backend depends on, for /readyz. Required probes make the backend
+// not ready when they fail; the others are reported only.
+type Probe struct {
+	Name     string
+	Required bool
+	Check    func(ctx context.Context) error
+}
+
+// readiness is /readyz's answer.
+type readiness struct {
+	Status string            `json:"status"` // ready or not_ready
+	Checks map[string]string `json:"checks"` // probe name → ok, or what failed
+}
+
+// probeTimeout bounds each probe of /readyz.
+const probeTimeout = time.Second
+
+// ready answers GET /readyz: 200 when every required probe passes, else 503; the body names
+// each probe's result.
+func (s *Server) ready(ctx *fasthttp.RequestCtx) {
+	r := readiness{Status: "ready", Checks: make(map[string]string, len(s.opts.Probes))}
+	for _, p := range s.opts.Probes {
+		c, cancel := context.WithTimeout(context.Background(), probeTimeout)
+		err := p.Check(c)
+		cancel()
+		switch {
+		case err == nil:
+			r.Checks[p.Name] = "ok"
+		case p.Required:
+			r.Status = "not_ready"
+			r.Checks[p.Name] = err.Error()
+		default:
+			r.Checks[p.Name] = "not required: " + err.Error()
+		}
+	}
+	status := fasthttp.StatusOK
+	if r.Status != "ready" {
+		status = fasthttp.StatusServiceUnavailable
+		ctx.Response.Header.Set("Retry-After", "1")
+	}
+	respondJSON(ctx, status, r)
+}

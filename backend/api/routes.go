@@ -1,0 +1,160 @@
+package api
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Endpoint is one route the server serves: its method and its path, whose {name} segments are
+// parameters (the OpenAPI document's spelling).
+type Endpoint struct {
+	Method, Path string
+}
+
+// endpoint is a route with what serves it. Name is what its requests are counted under.
+type endpoint struct {
+	Endpoint
+	name    string
+	parts   []string // Path split at '/', without the leading ""
+	hasCode bool     // the path has a {code}, checked before the handler runs
+	// on reports whether the route is served by this server (its service configured).
+	on     func(s *Server) bool
+	handle func(s *Server, ctx *fasthttp.RequestCtx, p params)
+}
+
+// params are the path's parameters: {code}, {orderId}, {id}.
+type params struct {
+	code  string // a valid voucher code: the route checked it
+	order string
+	id    []byte
+}
+
+func vouchersOn(s *Server) bool { return s.vouchers != nil }
+func quotasOn(s *Server) bool   { return s.quotas != nil }
+func jobsOn(s *Server) bool     { return s.opts.Jobs != nil }
+func metricsOn(s *Server) bool  { return s.metrics != nil }
+func always(*Server) bool       { return true }
+
+// endpoints is every route, the one place the API's paths are written. /admin paths are
+// authorized before they are routed.
+var endpoints = routeTable([]endpoint{
+	{Endpoint: Endpoint{"GET", "/healthz"}, name: "healthz", on: always,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) {
+			respondJSON(ctx, fasthttp.StatusOK, map[string]string{"status": "ok"})
+		}},
+	{Endpoint: Endpoint{"GET", "/readyz"}, name: "readyz", on: always,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.ready(ctx) }},
+	{Endpoint: Endpoint{"GET", "/metrics"}, name: "metrics", on: metricsOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.metrics(ctx) }},
+
+	{Endpoint: Endpoint{"POST", "/vouchers/{code}/reservations"}, name: "reserve", on: vouchersOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.reserve(ctx, p.code) }},
+	{Endpoint: Endpoint{"POST", "/vouchers/{code}/reservations/{orderId}/confirm"}, name: "confirm", on: vouchersOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.confirm(ctx, p.code, p.order) }},
+	{Endpoint: Endpoint{"DELETE", "/vouchers/{code}/reservations/{orderId}"}, name: "release", on: vouchersOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.release(ctx, p.code, p.order) }},
+	{Endpoint: Endpoint{"GET", "/vouchers/{code}/state"}, name: "state", on: vouchersOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.state(ctx, p.code) }},
+
+	{Endpoint: Endpoint{"POST", "/quotas/deduct"}, name: "quota_deduct", on: quotasOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.deduct(ctx) }},
+	{Endpoint: Endpoint{"POST", "/quotas/rollback"}, name: "quota_rollback", on: quotasOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.rollback(ctx) }},
+	{Endpoint: Endpoint{"GET", "/quotas/usage"}, name: "quota_usage", on: quotasOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.usage(ctx) }},
+
+	{Endpoint: Endpoint{"POST", "/admin/vouchers"}, name: "admin_create_voucher", on: vouchersOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.createVoucher(ctx) }},
+	{Endpoint: Endpoint{"GET", "/admin/vouchers"}, name: "admin_list_vouchers", on: vouchersOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.listVouchers(ctx) }},
+	{Endpoint: Endpoint{"GET", "/admin/vouchers/{code}"}, name: "admin_voucher", on: vouchersOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.getVoucher(ctx, p.code) }},
+	{Endpoint: Endpoint{"GET", "/admin/vouchers/{code}/redemptions"}, name: "admin_redemptions", on: vouchersOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.listRedemptions(ctx, p.code) }},
+	{Endpoint: Endpoint{"POST", "/admin/vouchers/{code}/warmup"}, name: "admin_warmup", on: vouchersOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.warmVoucher(ctx, p.code) }},
+	{Endpoint: Endpoint{"POST", "/admin/expire"}, name: "admin_expire", on: jobsOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.expire(ctx) }},
+	{Endpoint: Endpoint{"POST", "/admin/reconcile"}, name: "admin_reconcile", on: jobsOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.reconcile(ctx) }},
+	{Endpoint: Endpoint{"POST", "/admin/quota-rules"}, name: "admin_put_rule", on: quotasOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.putRule(ctx) }},
+	{Endpoint: Endpoint{"GET", "/admin/quota-rules"}, name: "admin_rules", on: quotasOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.listRules(ctx) }},
+	{Endpoint: Endpoint{"GET", "/admin/quota-rules/{id}"}, name: "admin_rule", on: quotasOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.ruleByID(ctx, p.id, s.quotas.Rule) }},
+	{Endpoint: Endpoint{"DELETE", "/admin/quota-rules/{id}"}, name: "admin_delete_rule", on: quotasOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.ruleByID(ctx, p.id, s.quotas.DeleteRule) }},
+})
+
+// Routes lists every route the API serves (when its service is configured), in the table's order.
+func Routes() []Endpoint {
+	out := make([]Endpoint, len(endpoints))
+	for i, e := range endpoints {
+		out[i] = e.Endpoint
+	}
+	return out
+}
+
+func routeTable(es []endpoint) []endpoint {
+	for i := range es {
+		es[i].parts = strings.Split(es[i].Path[1:], "/")
+		es[i].hasCode = strings.Contains(es[i].Path, "{code}")
+	}
+	return es
+}
+
+// routeNotFound and routeBadMethod are the names requests that match no route are counted under.
+const (
+	routeNotFound  = "not_found"
+	routeBadMethod = "method_not_allowed"
+)
+
+// route finds the endpoint for the request's path and method. It returns nil with the methods
+// the path takes (empty: no such path) when none matches, and the path's parameters.
+func (s *Server) route(method []byte, seg [][]byte) (*endpoint, []string, params) {
+	var allowed []string
+	var p params
+	for i := range endpoints {
+		e := &endpoints[i]
+		if len(e.parts) != len(seg) || !e.on(s) {
+			continue
+		}
+		var q params
+		matched := true
+		for j, part := range e.parts {
+			switch part {
+			case "{code}":
+				q.code = string(seg[j])
+			case "{orderId}":
+				q.order = string(seg[j])
+			case "{id}":
+				q.id = seg[j]
+			default:
+				matched = part == string(seg[j])
+			}
+			if !matched {
+				break
+			}
+		}
+		if !matched {
+			continue
+		}
+		if string(method) == e.Method {
+			return e, nil, q
+		}
+		allowed, p = append(allowed, e.Method), q
+	}
+	return nil, allowed, p
+}
+
+// splitPath splits a path at '/' after its leading one; ok is false for a path that does not
+// start with '/' or is only "/".
+func splitPath(path []byte) ([][]byte, bool) {
+	if len(path) < 2 || path[0] != '/' {
+		return nil, false
+	}
+	return bytes.Split(path[1:], []byte{'/'}), true
+}
