@@ -74,7 +74,8 @@ func lintMetrics(t testing.TB, url string, body []byte, families Metrics) {
 }
 
 // Value returns the value of the sample of family name whose labels are exactly labels, given
-// as name, value pairs; it fails the test if the scrape has no such sample.
+// as name, value pairs (a histogram's: its count); it fails the test if the scrape has no such
+// sample.
 func (m Metrics) Value(t testing.TB, name string, labels ...string) float64 {
 	t.Helper()
 	f, ok := m[name]
@@ -92,6 +93,8 @@ func (m Metrics) Value(t testing.TB, name string, labels ...string) float64 {
 			return s.GetGauge().GetValue()
 		case dto.MetricType_UNTYPED:
 			return s.GetUntyped().GetValue()
+		case dto.MetricType_HISTOGRAM: // how many were observed
+			return float64(s.GetHistogram().GetSampleCount())
 		default:
 			t.Fatalf("metric %s is a %s, not a single value", name, f.GetType())
 		}
@@ -114,4 +117,18 @@ func sameLabels(have []*dto.LabelPair, want []string) bool {
 		}
 	}
 	return true
+}
+
+// Has reports whether the scrape has a sample of family name with exactly labels.
+func (m Metrics) Has(name string, labels ...string) bool {
+	f, ok := m[name]
+	if !ok {
+		return false
+	}
+	for _, s := range f.GetMetric() {
+		if sameLabels(s.GetLabel(), labels) {
+			return true
+		}
+	}
+	return false
 }

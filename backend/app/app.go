@@ -84,7 +84,8 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	}()
 
 	var err error
-	if a.Pool, err = store.Open(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns)); err != nil {
+	a.Metrics = prometheus.NewRegistry() // what /metrics serves (observe.go, the services, the jobs)
+	if a.Pool, err = store.OpenTraced(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns), newPostgresCalls(a.Metrics)); err != nil {
 		return nil, err
 	}
 	if err := store.Migrate(ctx, a.Pool); err != nil {
@@ -101,7 +102,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	if a.notifier, err = notify.New(a.NATS, events.Names{Prefix: cfg.NATSPrefix}, a.Gate, cfg.SoldOutEvery, a.log); err != nil {
 		return nil, err
 	}
-	a.Metrics = prometheus.NewRegistry() // the jobs' and the quota service's numbers, served at /metrics
+	probes := a.observe()
 	vcfg, qcfg := a.serviceConfigs(opts)
 	a.Vouchers = voucher.NewService(a.Store, a.Gate, a.notifier, vcfg)
 	a.Jobs = jobs.New(a.Vouchers, jobs.Settings{
@@ -114,7 +115,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	}
 	a.API = api.New(api.Options{Vouchers: a.Vouchers, Quotas: a.Quotas, AdminToken: cfg.AdminToken,
 		RequestTimeout: cfg.RequestTimeout, DBTimeout: cfg.DBTimeout, MaxBodyBytes: cfg.MaxBodyBytes,
-		Jobs: a.Jobs, Metrics: a.Metrics, Log: a.log,
+		Jobs: a.Jobs, Metrics: a.Metrics, Registerer: a.Metrics, Probes: probes, Log: a.log,
 		ReadBufferSize: config.HeaderLimit(cfg.MaxHeaderBytes).Forwarded()})
 	a.http = a.API.HTTPServer()
 	jobsCtx, stop := context.WithCancel(context.Background())
@@ -131,7 +132,8 @@ func (a *App) serviceConfigs(opts []Option) (voucher.Config, quota.Config) {
 		opt(&o)
 	}
 	cfg := a.Config
-	vcfg := voucher.Config{HoldTTL: cfg.HoldTTL, DBTimeout: cfg.DBTimeout, InFlightWait: cfg.InFlightWait, Log: a.log}
+	vcfg := voucher.Config{HoldTTL: cfg.HoldTTL, DBTimeout: cfg.DBTimeout, InFlightWait: cfg.InFlightWait, Log: a.log,
+		Metrics: a.Metrics}
 	qcfg := quota.Config{Redis: a.Redis, DB: a.Pool, NATS: a.NATS,
 		KeyPrefix: cfg.RedisPrefix, NATSPrefix: cfg.NATSPrefix, IdemTTL: cfg.QuotaIdemTTL,
 		RefreshEvery: cfg.QuotaRefreshEvery, Metrics: a.Metrics, Log: a.log}

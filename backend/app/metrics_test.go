@@ -82,4 +82,54 @@ func TestMetricsEndpoint(t *testing.T) {
 	if n := after.Value(t, "vouchergate_redis_drift", "code", "METRICS"); n != 0 {
 		t.Errorf(`vouchergate_redis_drift{code="METRICS"} is %v; want 0`, n)
 	}
+
+	// Answers by route, status and code, timed by route; the flash path's write and calls.
+	moved := func(name string, labels ...string) float64 {
+		var was float64
+		if before.Has(name, labels...) {
+			was = before.Value(t, name, labels...)
+		}
+		return after.Value(t, name, labels...) - was
+	}
+	for _, m := range []struct {
+		name   string
+		labels []string
+		by     float64
+	}{
+		{"vouchergate_http_requests_total", []string{"route", "reserve", "status", "201", "code", "OK"}, 1},
+		{"vouchergate_http_requests_total", []string{"route", "quota_deduct", "status", "200", "code", "OK"}, 2},
+		{"vouchergate_http_requests_total", []string{"route", "quota_deduct", "status", "409", "code", "QUOTA_EXCEEDED"}, 1},
+		{"vouchergate_http_requests_total", []string{"route", "admin_expire", "status", "200", "code", "OK"}, 1},
+		{"vouchergate_http_request_duration_seconds", []string{"route", "reserve"}, 1},
+		{"vouchergate_http_request_duration_seconds", []string{"route", "quota_deduct"}, 3},
+		{"vouchergate_flash_batch_rows", nil, 1},
+		{"vouchergate_voucher_total_limit", []string{"code", "METRICS"}, 3},
+		{"vouchergate_voucher_uses_left", []string{"code", "METRICS"}, 3},
+	} {
+		if got := moved(m.name, m.labels...); got != m.by {
+			t.Errorf("%s%v moved by %v; want %v", m.name, m.labels, got, m.by)
+		}
+	}
+	for _, m := range []struct {
+		name   string
+		labels []string
+	}{
+		{"vouchergate_redis_command_duration_seconds", []string{"command", "evalsha"}},
+		{"vouchergate_postgres_query_duration_seconds", []string{"statement", "commit"}},
+		{"vouchergate_dependency_up", []string{"dependency", "postgres"}},
+		{"vouchergate_dependency_up", []string{"dependency", "redis"}},
+		{"vouchergate_dependency_up", []string{"dependency", "nats"}},
+		{"vouchergate_pg_pool_max_conns", nil},
+		{"vouchergate_redis_pool_total_conns", nil},
+		{"go_goroutines", nil},
+		{"process_resident_memory_bytes", nil},
+	} {
+		if got := after.Value(t, m.name, m.labels...); got <= 0 {
+			t.Errorf("%s%v is %v; want above 0", m.name, m.labels, got)
+		}
+	}
+	if st, body := b.Do(t, "GET", "/readyz", nil); st != 200 ||
+		string(body) != `{"status":"ready","checks":{"nats":"ok","postgres":"ok","redis":"ok"}}` {
+		t.Errorf("/readyz: %d %s; want 200 with every check ok", st, body)
+	}
 }

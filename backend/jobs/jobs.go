@@ -33,7 +33,9 @@ type Jobs struct {
 	released prometheus.Counter
 	putBack  prometheus.Counter
 	drift    *prometheus.GaugeVec
-	warmed   prometheus.Counter
+	// a flash sale's progress: Redis's uses left and the limit, at the last reconciliation
+	usesLeft, totalLimit *prometheus.GaugeVec
+	warmed               prometheus.Counter
 }
 
 // New returns the jobs of a service, with their metrics registered in reg.
@@ -47,10 +49,14 @@ func New(vouchers *voucher.Service, set Settings, reg prometheus.Registerer, log
 			Help: "Active rows Redis had lost, put back by reconciliation."}),
 		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_redis_drift",
 			Help: "Redis's uses left minus what the database leaves (total_limit minus active rows), at the last reconciliation."}, []string{"code"}),
+		usesLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_voucher_uses_left",
+			Help: "A flash voucher's uses left in Redis, at the last reconciliation."}, []string{"code"}),
+		totalLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_voucher_total_limit",
+			Help: "A flash voucher's total_limit, at the last reconciliation."}, []string{"code"}),
 		warmed: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_warmups_total",
 			Help: "Flash vouchers loaded into Redis by the warm-up job."}),
 	}
-	reg.MustRegister(j.expired, j.released, j.putBack, j.drift, j.warmed)
+	reg.MustRegister(j.expired, j.released, j.putBack, j.drift, j.usesLeft, j.totalLimit, j.warmed)
 	return j
 }
 
@@ -131,6 +137,8 @@ func (j *Jobs) Reconcile(ctx context.Context, code string) ([]voucher.Reconcilia
 		j.released.Add(float64(len(r.Released)))
 		j.putBack.Add(float64(len(r.PutBack)))
 		j.drift.WithLabelValues(r.Code).Set(float64(r.Drift))
+		j.usesLeft.WithLabelValues(r.Code).Set(float64(r.RemainingAfter))
+		j.totalLimit.WithLabelValues(r.Code).Set(float64(r.TotalLimit))
 	}
 	if err != nil {
 		j.log.Warn("reconcile", "err", err)

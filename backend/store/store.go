@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -30,6 +31,11 @@ func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
 // Open connects a pool to url; maxConns 0 keeps pgx's default.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	return OpenTraced(ctx, url, maxConns, nil)
+}
+
+// OpenTraced is Open with every query's start and end told to tracer (nil: none).
+func OpenTraced(ctx context.Context, url string, maxConns int32, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("VG_DATABASE_URL is invalid; expected postgres://user@host:port/db: %w", err)
@@ -37,6 +43,7 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
+	cfg.ConnConfig.Tracer = tracer
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)

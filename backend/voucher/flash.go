@@ -167,9 +167,12 @@ func (s *Service) compensate(code, orderID string, holder Holder) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DBTimeout)
 	defer cancel()
 	if _, err := s.giveBack(ctx, code, orderID, &holder); err != nil {
+		s.counts.compensations.WithLabelValues("failed").Inc()
 		s.cfg.Log.Warn("compensating release failed; use left held in redis for the reconciler",
 			"code", code, "order", orderID, "err", err)
+		return
 	}
+	s.counts.compensations.WithLabelValues("released").Inc()
 }
 
 // giveBack gives back in the gate the use orderID holds (only expect's, when not nil), and tells

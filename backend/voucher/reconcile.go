@@ -16,6 +16,7 @@ type Reconciliation struct {
 	InFlight        int      // held in Redis without a row, within the grace period
 	RemainingBefore int64    // Redis's uses left before
 	RemainingAfter  int64    // after
+	TotalLimit      int      // the voucher's total_limit
 	Expected        int64    // total_limit minus the active rows
 	Drift           int64    // RemainingBefore - Expected
 	Recounted       bool     // remaining or per-customer counts had to be rebuilt
@@ -63,6 +64,7 @@ func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig
 		return rep, s.unavailable(err, "reconcile %s", code)
 	}
 	rep.RemainingBefore = before
+	rep.TotalLimit = v.TotalLimit
 	rep.Expected = int64(v.TotalLimit - len(active))
 	rep.Drift = before - rep.Expected
 

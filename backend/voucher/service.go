@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +23,7 @@ type Config struct {
 	InFlightWait time.Duration // how long a retry waits for its first attempt's outcome (1s)
 	Clock        clock.Clock   // the wall clock
 	Log          *slog.Logger
+	Metrics      prometheus.Registerer // takes the flash path's numbers (metrics.go); nil: not exported
 }
 
 // Service reserves, confirms and releases voucher uses. It is safe for concurrent use.
@@ -34,6 +37,7 @@ type Service struct {
 	loads    singleflight.Group
 	writers  sync.Map // code -> *writer, one per flash voucher written by this process
 	written  batchCounts
+	counts   serviceMetrics
 }
 
 // NewService returns a service over store and gate, telling notify about sold-out state.
@@ -53,7 +57,7 @@ func NewService(store Store, gate Gate, notify Notifier, cfg Config) *Service {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Service{store: store, gate: gate, notify: notify, cfg: cfg}
+	return &Service{store: store, gate: gate, notify: notify, cfg: cfg, counts: newServiceMetrics(cfg.Metrics)}
 }
 
 // batchCounts counts the flash writers' transactions and the holds they carried.

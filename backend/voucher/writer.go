@@ -83,6 +83,7 @@ func (w *writer) commit(pending []*pendingWrite) {
 	defer cancel()
 	w.s.written.batches.Add(1)
 	w.s.written.holds.Add(int64(len(holds)))
+	w.s.counts.batchRows.Observe(float64(len(holds)))
 	out, err := w.s.store.ReserveMany(ctx, w.code, holds)
 	// The next batch need not wait for this one's check in Redis: its winners are answered
 	// once it is done, while the writer goes on.

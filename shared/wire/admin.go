@@ -45,6 +45,7 @@ type Reconciliation struct {
 	InFlight        int      `json:"inFlight"`        // held in Redis without a row, within the grace period
 	RemainingBefore int64    `json:"remainingBefore"` // Redis's uses left before
 	RemainingAfter  int64    `json:"remainingAfter"`  // after
+	TotalLimit      int      `json:"totalLimit"`      // the voucher's total_limit
 	Expected        int64    `json:"expected"`        // total_limit minus the active rows
 	Drift           int64    `json:"drift"`           // RemainingBefore - Expected
 	Recounted       bool     `json:"recounted"`       // remaining or per-customer counts had to be rebuilt
