@@ -2,10 +2,11 @@ package app
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // registerMetrics adds to a.Metrics, beside the proxy's counters, what the edge knows of its
-// upstreams and of NATS, read when scraped.
+// upstreams and of NATS, read when scraped, and the Go runtime's and the process's numbers.
 func (a *App) registerMetrics() {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
@@ -14,6 +15,7 @@ func (a *App) registerMetrics() {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f()) })
 	}
 	a.Metrics.MustRegister(
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gauge("vg_edge_backends_healthy", "Backends in service.", func() float64 { return float64(a.Pool.Healthy()) }),
 		gauge("vg_edge_soldout_vouchers", "Vouchers answered as sold out by the edge.", func() float64 { return float64(len(a.Cache.Codes())) }),
 		gauge("vg_edge_nats_connected", "1 when the NATS connection is up.", func() float64 { return b2f(a.Listener.Connected()) }),

@@ -46,8 +46,15 @@ func TestMetricsEndpoint(t *testing.T) {
 		{"vg_edge_upstream_errors_total", []string{"status", "503"}, 0},
 		{"vg_edge_upstream_errors_total", []string{"status", "504"}, 0},
 		{"vg_edge_nats_stale_states_total", nil, 0},
+		{"vg_edge_answers_total", []string{"route", "reserve", "status", "409", "code", "OUT_OF_STOCK"}, 1},
+		{"vg_edge_answers_total", []string{"route", "reserve", "status", "201", "code", "OK"}, 1},
+		{"vg_edge_request_duration_seconds", []string{"route", "reserve"}, 2},
 	} {
-		if got := after.Value(t, m.name, m.labels...) - before.Value(t, m.name, m.labels...); got != m.by {
+		var was float64
+		if before.Has(m.name, m.labels...) {
+			was = before.Value(t, m.name, m.labels...)
+		}
+		if got := after.Value(t, m.name, m.labels...) - was; got != m.by {
 			t.Errorf("%s%v moved by %v; want %v", m.name, m.labels, got, m.by)
 		}
 	}
@@ -60,6 +67,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		{"vg_edge_nats_connected", 1},
 		{"vg_edge_nats_syncs_total", 1},
 		{"vg_edge_nats_states_total", 1}, // the sell-out
+		{"go_goroutines", 1},
+		{"process_resident_memory_bytes", 1},
 	} {
 		if got := after.Value(t, m.name); got < m.min {
 			t.Errorf("%s is %v; want at least %v", m.name, got, m.min)

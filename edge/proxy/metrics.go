@@ -1,19 +1,27 @@
 package proxy
 
 import (
+	"bytes"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/shared/wire"
 )
 
 // metrics are the proxy's Prometheus counters, each resolved once, labels included, so that
 // counting on the sold-out path is one atomic add and allocates nothing.
 type metrics struct {
-	requests        [routeBadOrder + 1]prometheus.Counter // by route
-	soldOut         prometheus.Counter                    // reservations answered 409 here
-	holderForwards  prometheus.Counter                    // reservations of a sold-out voucher forwarded: a holder's retry (or a false positive)
-	unreadable      prometheus.Counter                    // reservations of a sold-out voucher forwarded: the backend would not read the body
-	slowReads       prometheus.Counter                    // reservations of a sold-out voucher whose body took the full decode
+	requests        [routeBadOrder + 1]prometheus.Counter  // by route
+	duration        [routeBadOrder + 1]prometheus.Observer // by route: from the request read to its answer ready
+	answers         *prometheus.CounterVec                 // by route, status and outcome code
+	soldOutAnswers  prometheus.Counter                     // answers{route=reserve,status=409,code=OUT_OF_STOCK}, resolved once
+	soldOut         prometheus.Counter                     // reservations answered 409 here
+	holderForwards  prometheus.Counter                     // reservations of a sold-out voucher forwarded: a holder's retry (or a false positive)
+	unreadable      prometheus.Counter                     // reservations of a sold-out voucher forwarded: the backend would not read the body
+	slowReads       prometheus.Counter                     // reservations of a sold-out voucher whose body took the full decode
 	upstreamErrors  [len(upstreamStatuses)]prometheus.Counter
 	learnedFrom409  prometheus.Counter // 409 OUT_OF_STOCK passing through, each asking for the holders
 	refreshesAsked  prometheus.Counter // busy entries asking to be read again before they expire
@@ -49,16 +57,25 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	}
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vg_edge_requests_total",
 		Help: "Requests by route."}, []string{"route"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "vg_edge_request_duration_seconds",
+		Help:    "Time from a request read to its answer ready, by route.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}},
+		[]string{"route"})
+	m.answers = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vg_edge_answers_total",
+		Help: "Answers by route, status and outcome code (the error code of the body, or OK), the edge's own and relayed."},
+		[]string{"route", "status", "code"})
 	for r := range m.requests {
 		m.requests[r] = requests.WithLabelValues(routeNames[r])
+		m.duration[r] = duration.WithLabelValues(routeNames[r])
 	}
+	m.soldOutAnswers = m.answers.WithLabelValues(routeNames[routeReserve], "409", wire.CodeOutOfStock)
 	upstream := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vg_edge_upstream_errors_total",
 		Help: "Failed upstream calls by the status the edge answered."}, []string{"status"})
 	for i, status := range upstreamStatuses {
 		m.upstreamErrors[i] = upstream.WithLabelValues(strconv.Itoa(status))
 	}
 	if reg != nil {
-		reg.MustRegister(requests, upstream, m.soldOut, m.holderForwards, m.unreadable, m.learnedFrom409,
+		reg.MustRegister(requests, duration, m.answers, upstream, m.soldOut, m.holderForwards, m.unreadable, m.learnedFrom409,
 			m.refreshesAsked, m.rejectedRequest, m.slowReads, m.bodyBudgetFull, m.reserveWaits)
 	}
 	return m
@@ -70,4 +87,25 @@ func (m *metrics) upstreamError(status int) {
 			m.upstreamErrors[i].Inc()
 		}
 	}
+}
+
+var errorPrefix = []byte(`{"error":"`)
+
+// answered counts and times the answer in ctx to a request of route r. The sold-out answer is
+// counted on a counter resolved once; others look theirs up by label.
+func (m *metrics) answered(r route, ctx *fasthttp.RequestCtx) {
+	m.duration[r].Observe(time.Since(ctx.Time()).Seconds())
+	status, body := ctx.Response.StatusCode(), ctx.Response.Body()
+	if r == routeReserve && status == fasthttp.StatusConflict && bytes.Equal(body, soldOutBody) {
+		m.soldOutAnswers.Inc()
+		return
+	}
+	code := "OK"
+	if bytes.HasPrefix(body, errorPrefix) {
+		rest := body[len(errorPrefix):]
+		if end := bytes.IndexByte(rest, '"'); end > 0 && end <= 32 {
+			code = string(rest[:end])
+		}
+	}
+	m.answers.WithLabelValues(routeNames[r], strconv.Itoa(status), code).Inc()
 }

@@ -79,14 +79,21 @@ func New(o Options) *Proxy {
 	return p
 }
 
-// Handle routes one request.
+// Handle routes one request, and counts and times its answer by route.
 func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
+	r := p.serve(ctx)
+	p.counts.answered(r, ctx)
+}
+
+// serve answers the request and returns its route.
+func (p *Proxy) serve(ctx *fasthttp.RequestCtx) (r route) {
 	defer p.recoverPanic(ctx)
+	m := matchPath(ctx.Path())
+	r = m.route
 	if ctx.IsConnect() || ctx.IsTrace() {
 		p.reject(ctx, fasthttp.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "CONNECT and TRACE are not served")
 		return
 	}
-	m := matchPath(ctx.Path())
 	p.counts.requests[m.route].Inc()
 	if m.allow != "" && string(ctx.Method()) != m.allow && !(m.route == routeLocal && ctx.IsHead()) {
 		ctx.Response.Header.Set("Allow", m.allow)
@@ -124,6 +131,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		}
 		p.forward(ctx, p.opts.Backends, p.opts.BackendTimeout, nil)
 	}
+	return
 }
 
 func (p *Proxy) reject(ctx *fasthttp.RequestCtx, status int, code, message string) {
