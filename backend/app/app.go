@@ -75,7 +75,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	if err := events.CheckPrefix(cfg.NATSPrefix); err != nil {
 		return nil, fmt.Errorf("VG_NATS_PREFIX: %w", err)
 	}
-	a := &App{Config: cfg, log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	a := &App{Config: cfg, log: cfg.Logger(os.Stderr)}
 	ok := false
 	defer func() {
 		if !ok {

@@ -117,6 +117,8 @@ func (j *Jobs) Expire(ctx context.Context) (int, error) {
 	j.expired.Add(float64(n))
 	if err != nil {
 		j.log.Warn("expire holds", "released", n, "err", err)
+	} else if n > 0 {
+		j.log.Info("expired holds released", "released", n)
 	}
 	return n, err
 }
@@ -139,6 +141,10 @@ func (j *Jobs) Reconcile(ctx context.Context, code string) ([]voucher.Reconcilia
 		j.drift.WithLabelValues(r.Code).Set(float64(r.Drift))
 		j.usesLeft.WithLabelValues(r.Code).Set(float64(r.RemainingAfter))
 		j.totalLimit.WithLabelValues(r.Code).Set(float64(r.TotalLimit))
+		if r.Loaded || r.Recounted || len(r.Released) > 0 || len(r.PutBack) > 0 {
+			j.log.Info("reconciled", "code", r.Code, "loaded", r.Loaded, "recounted", r.Recounted,
+				"released", len(r.Released), "putBack", len(r.PutBack), "drift", r.Drift)
+		}
 	}
 	if err != nil {
 		j.log.Warn("reconcile", "err", err)
@@ -152,6 +158,8 @@ func (j *Jobs) Warmup(ctx context.Context) (int, error) {
 	j.warmed.Add(float64(n))
 	if err != nil {
 		j.log.Warn("warm up", "loaded", n, "err", err)
+	} else if n > 0 {
+		j.log.Info("flash vouchers warmed up", "loaded", n)
 	}
 	return n, err
 }

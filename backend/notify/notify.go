@@ -196,6 +196,11 @@ func (n *Notifier) publish(code string) error {
 		if err := n.nc.Publish(n.names.VoucherState(code), payload); err != nil {
 			return fmt.Errorf("publish state of %s: %w", code, err)
 		}
+		if state.SoldOut {
+			n.log.Info("voucher sold out; edges told", "code", code, "version", state.Version)
+		} else {
+			n.log.Info("voucher available; edges told", "code", code, "version", state.Version)
+		}
 	} else {
 		n.log.Debug("voucher state older than the bucket's; dropped", "code", code, "version", state.Version)
 	}

@@ -173,6 +173,7 @@ func (s *Service) compensate(code, orderID string, holder Holder) {
 		return
 	}
 	s.counts.compensations.WithLabelValues("released").Inc()
+	s.cfg.Log.Info("use given back in redis after its write failed", "code", code, "order", orderID)
 }
 
 // giveBack gives back in the gate the use orderID holds (only expect's, when not nil), and tells

@@ -57,7 +57,7 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	o := options{log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	o := options{log: cfg.Logger(os.Stderr)}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -33,6 +33,7 @@ type Backend struct {
 	WarmupAhead       time.Duration `env:"VG_WARMUP_AHEAD" envDefault:"10m"`
 	QuotaIdemTTL      time.Duration `env:"VG_QUOTA_IDEM_TTL" envDefault:"168h"`
 	QuotaRefreshEvery time.Duration `env:"VG_QUOTA_REFRESH_EVERY" envDefault:"10s"`
+	Log
 }
 
 // LoadBackend reads the backend's settings and checks them.
@@ -46,6 +47,9 @@ func LoadBackend() (Backend, error) {
 
 // Check reports the first setting that cannot work, naming its variable.
 func (c Backend) Check() error {
+	if err := c.Log.Check(); err != nil {
+		return err
+	}
 	switch {
 	case c.HoldTTL <= 0:
 		return fmt.Errorf("VG_HOLD_TTL is %v; expected a positive duration such as 15m", c.HoldTTL)

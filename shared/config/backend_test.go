@@ -81,6 +81,8 @@ func TestLoadBackendErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"VG_DB_MAX_CONNS": "0"}, []string{"VG_DB_MAX_CONNS", "at least 1"}},
 		{map[string]string{"VG_DB_TIMEOUT": "2s", "VG_RECONCILE_GRACE": "4s"}, []string{"VG_RECONCILE_GRACE", "VG_DB_TIMEOUT"}},
 		{map[string]string{"VG_QUOTA_IDEM_TTL": "500ms"}, []string{"VG_QUOTA_IDEM_TTL", "at least 1s"}},
+		{map[string]string{"VG_LOG_FORMAT": "xml"}, []string{"VG_LOG_FORMAT", "text or json"}},
+		{map[string]string{"VG_LOG_LEVEL": "loud"}, []string{"VG_LOG_LEVEL", "debug, info, warn or error"}},
 		{map[string]string{"VG_MAX_BODY_BYTES": "100"}, []string{"VG_MAX_BODY_BYTES", "at least 256"}},
 		{map[string]string{FileVar: "no/such/file.yaml"}, []string{FileVar}},
 	}

@@ -69,12 +69,17 @@ func TestEveryExampleConfigLoadsAndPassesCheck(t *testing.T) {
 	}
 }
 
-// envNames returns the variables a settings struct reads.
+// envNames returns the variables a settings struct reads, its embedded structs' included.
 func envNames(t reflect.Type) map[string]bool {
 	names := map[string]bool{}
 	for i := range t.NumField() {
-		if name := t.Field(i).Tag.Get("env"); name != "" {
+		f := t.Field(i)
+		if name := f.Tag.Get("env"); name != "" {
 			names[name] = true
+		} else if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			for name := range envNames(f.Type) {
+				names[name] = true
+			}
 		}
 	}
 	return names

@@ -53,6 +53,7 @@ type Edge struct {
 	SoldOutRefresh time.Duration `env:"VG_EDGE_SOLDOUT_REFRESH" envDefault:"2s"` // 0: never read ahead
 	StateEvery     time.Duration `env:"VG_EDGE_STATE_EVERY" envDefault:"200ms"`  // per voucher
 	SyncWait       time.Duration `env:"VG_EDGE_SYNC_WAIT" envDefault:"1s"`
+	Log
 }
 
 // ReserveSlots is how many reservations may be at the backends at once: three quarters of the
@@ -72,6 +73,9 @@ func LoadEdge() (Edge, error) {
 
 // Check reports the first setting that cannot work, naming its variable.
 func (c Edge) Check() error {
+	if err := c.Log.Check(); err != nil {
+		return err
+	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("VG_EDGE_ADDR is %q; expected host:port such as 127.0.0.1:8081", c.Addr)
 	}
