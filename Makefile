@@ -8,9 +8,10 @@ export VG_DEMO_VOUCHER ?= FLASH100
 .DEFAULT_GOAL := run
 .PHONY: run test test-faults services db vet bench bench-edge bench-sale rehearse help
 
-## run: start PostgreSQL, Redis and NATS if needed, then the backend with a demo flash voucher
+## run: start PostgreSQL, Redis and NATS if needed, then the backend (8080) with a demo flash
+## voucher and the edge in front of it (8081); Ctrl-C stops both
 run: services db
-	$(GO) run ./backend
+	@bash scripts/run.sh
 
 ## test: vet, then every test with the race detector against the servers on 127.0.0.1
 test: services vet
