@@ -72,15 +72,8 @@ func TestEveryExampleConfigLoadsAndPassesCheck(t *testing.T) {
 // envNames returns the variables a settings struct reads, its embedded structs' included.
 func envNames(t reflect.Type) map[string]bool {
 	names := map[string]bool{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if name := f.Tag.Get("env"); name != "" {
-			names[name] = true
-		} else if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			for name := range envNames(f.Type) {
-				names[name] = true
-			}
-		}
+	for name := range envDefaults(t) {
+		names[name] = true
 	}
 	return names
 }
