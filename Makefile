@@ -58,10 +58,11 @@ bench-edge:
 bench-sale: services
 	$(GO) run ./loadtest salebench -rounds 5 -uses 1000 -requests 50000 -rate 50000 -retry-share 0.1 -connections 256
 
-## rehearse: a small flash sale against `make run`'s backend (127.0.0.1:8080) on a new voucher,
-## with its verdict and an HTML report in $TMPDIR (or /tmp); start `make run` first
+## rehearse: a small flash sale through `make run`'s edge (127.0.0.1:8081; admin on the backend,
+## 8080) on a new voucher, with its verdict and an HTML report in $TMPDIR (or /tmp); start
+## `make run` first
 rehearse:
-	$(GO) run ./loadtest sale -target http://127.0.0.1:8080 -token $(VG_ADMIN_TOKEN) -create \
+	$(GO) run ./loadtest sale -target http://127.0.0.1:8081 -admin http://127.0.0.1:8080 -token $(VG_ADMIN_TOKEN) -create \
 		-code REHEARSE-$$(date +%s) -uses 1000 -rate 2000 -requests 10000 -progress \
 		-report $${TMPDIR:-/tmp}/vouchergate-rehearsal.html
 
