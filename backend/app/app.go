@@ -114,7 +114,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	}
 	a.API = api.New(api.Options{Vouchers: a.Vouchers, Quotas: a.Quotas, AdminToken: cfg.AdminToken,
 		RequestTimeout: cfg.RequestTimeout, DBTimeout: cfg.DBTimeout, MaxBodyBytes: cfg.MaxBodyBytes,
-		Jobs: a.Jobs, Metrics: a.Metrics, Log: a.log,
+		Jobs: a.Jobs, Metrics: a.Metrics, Registerer: a.Metrics, Log: a.log,
 		ReadBufferSize: config.HeaderLimit(cfg.MaxHeaderBytes).Forwarded()})
 	a.http = a.API.HTTPServer()
 	jobsCtx, stop := context.WithCancel(context.Background())
