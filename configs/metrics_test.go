@@ -49,7 +49,8 @@ var plannedMetrics = []string{
 }
 
 // exporterMetrics are redis_exporter's (oliver006/redis_exporter, Debian's
-// prometheus-redis-exporter), which no process of ours serves.
+// prometheus-redis-exporter), which no process of ours serves: the test runs Debian's exporter
+// against a Redis of its own and waits for each in Prometheus.
 var exporterMetrics = []string{
 	"redis_memory_used_bytes",
 	"redis_memory_max_bytes",
@@ -67,7 +68,9 @@ var metricName = regexp.MustCompile(`\b(?:vouchergate|vg_edge|redis|go|process)_
 func TestDashboardAndAlertsAgainstRunningProcesses(t *testing.T) {
 	prometheus := tool(t, "prometheus", "prometheus")
 	tool(t, "promtool", "prometheus") // testkit.ScrapeMetrics lints with it
+	exporter := tool(t, "prometheus-redis-exporter", "prometheus-redis-exporter")
 	s := startStack(t)
+	exporterAddr := startRedisExporter(t, exporter)
 	s.sale(t, 20, 50)
 
 	backendMetrics := testkit.ScrapeMetrics(t, s.backend.URL()+"/metrics")
@@ -102,7 +105,8 @@ func TestDashboardAndAlertsAgainstRunningProcesses(t *testing.T) {
 		}
 	})
 
-	prom := startPrometheus(t, prometheus, s.backend.Addr(), s.edgeOps)
+	prom := startPrometheus(t, prometheus, map[string]string{
+		"backend": s.backend.Addr(), "edge": s.edgeOps, "redis": exporterAddr})
 
 	t.Run("scraped", func(t *testing.T) {
 		queries := []string{
@@ -114,6 +118,9 @@ func TestDashboardAndAlertsAgainstRunningProcesses(t *testing.T) {
 			queries = append(queries, `vg_edge_request_duration_seconds_bucket{job="edge"}`)
 		} else {
 			t.Log("the edge serves no vg_edge_request_duration_seconds yet: not queried")
+		}
+		for _, name := range exporterMetrics {
+			queries = append(queries, name+`{job="redis"}`)
 		}
 		for _, q := range queries {
 			prom.waitForSeries(t, q)
@@ -308,25 +315,19 @@ type prometheusServer struct{ url string }
 // promWait bounds each wait for Prometheus: it scrapes every second.
 const promWait = 20 * time.Second
 
-// startPrometheus runs bin scraping the backend and the edge's ops listener every second, with
+// startPrometheus runs bin scraping each job's target (job name: host:port) every second, with
 // alerts.yml loaded, and returns once it is ready.
-func startPrometheus(t *testing.T, bin, backend, edgeOps string) *prometheusServer {
+func startPrometheus(t *testing.T, bin string, targets map[string]string) *prometheusServer {
 	t.Helper()
 	dir := t.TempDir()
 	alerts, err := filepath.Abs(filepath.Join("prometheus", "alerts.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files: [%q]
-scrape_configs:
-  - job_name: backend
-    static_configs: [{targets: [%q]}]
-  - job_name: edge
-    static_configs: [{targets: [%q]}]
-`, alerts, backend, edgeOps)
+	conf := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [%q]\nscrape_configs:\n", alerts)
+	for job, target := range targets {
+		conf += fmt.Sprintf("  - job_name: %s\n    static_configs: [{targets: [%q]}]\n", job, target)
+	}
 	confPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -338,6 +339,20 @@ scrape_configs:
 	p := &prometheusServer{url: "http://" + addr}
 	waitUntil(t, "Prometheus is ready", func() bool { return getStatus(p.url+"/-/ready") == http.StatusOK })
 	return p
+}
+
+// startRedisExporter runs Debian's redis_exporter against a Redis of the test's own and
+// returns its address once it answers /metrics.
+func startRedisExporter(t *testing.T, bin string) string {
+	t.Helper()
+	redis := testkit.StartRedis(t)
+	addr := freeAddr(t)
+	startChild(t, "redis_exporter", os.Environ(), bin,
+		"-redis.addr", "redis://"+redis.Addr(), "-web.listen-address", addr)
+	waitUntil(t, "redis_exporter answers /metrics", func() bool {
+		return getStatus("http://"+addr+"/metrics") == http.StatusOK
+	})
+	return addr
 }
 
 // queryResult is /api/v1/query's answer to an instant query.

@@ -5,8 +5,8 @@
 # With --install (CI: .ci/run), every binary the tests run is installed with apt-get first, also
 # for a server that already answers: the fault tests start servers of their own from them, and
 # configs/'s tests check the operating files with docker-compose and promtool and scrape a
-# backend and an edge with a real prometheus. Without it, a missing one of those is named with
-# its package, but the servers still start: `make run` does not need them.
+# backend, an edge and redis_exporter with a real prometheus. Without it, a missing one of those
+# is named with its package, but the servers still start: `make run` does not need them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="$PWD/.data"
@@ -87,10 +87,11 @@ start_nats() {
   wait_up 4222 nats
 }
 
-need_ops_tools() { # configs/'s tests: docker-compose config, promtool check, a real prometheus
+need_ops_tools() { # configs/'s tests: docker-compose config, promtool check, a real prometheus and redis_exporter
   need docker-compose docker-compose
   need prometheus prometheus
   need promtool prometheus
+  need prometheus-redis-exporter prometheus-redis-exporter
 }
 
 install_test_binaries() { # every server binary and client the tests run (testkit, faulttest)
