@@ -190,3 +190,39 @@ func alertRules(t *testing.T) []alertRule {
 	}
 	return rules
 }
+
+// No Docker engine runs the tests, so the Dockerfile is only read: it has the two targets
+// docker-compose.yml builds, and every final image runs as a non-root user with the wget
+// compose's health checks call.
+func TestDockerfileTargets(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := map[string]bool{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 4 && strings.EqualFold(f[0], "FROM") && strings.EqualFold(f[2], "AS") {
+			stages[f[3]] = true
+		}
+	}
+	for _, target := range []string{"backend", "edge"} {
+		if !stages[target] {
+			t.Errorf("Dockerfile has no stage %s, which docker-compose.yml builds", target)
+		}
+	}
+	for _, want := range []string{
+		`CGO_ENABLED=0`, `-trimpath -ldflags "-s -w"`, "USER nonroot", "/usr/local/bin/wget",
+	} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	compose, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(compose), `"/usr/local/bin/wget"`) {
+		t.Error("docker-compose.yml's health checks do not call the wget the Dockerfile adds")
+	}
+}
