@@ -3,7 +3,10 @@
 # A server that is not reachable is started from the installed binaries with its data under
 # .data/ (git-ignored). Without --install, a missing binary is named with the package to install.
 # With --install (CI: .ci/run), every binary the tests run is installed with apt-get first, also
-# for a server that already answers: the fault tests start servers of their own from them.
+# for a server that already answers: the fault tests start servers of their own from them, and
+# configs/'s tests check the operating files with docker-compose and promtool and scrape a
+# backend, an edge and redis_exporter with a real prometheus. Without it, a missing one of those
+# is named with its package, but the servers still start: `make run` does not need them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="$PWD/.data"
@@ -84,6 +87,13 @@ start_nats() {
   wait_up 4222 nats
 }
 
+need_ops_tools() { # configs/'s tests: docker-compose config, promtool check, a real prometheus and redis_exporter
+  need docker-compose docker-compose
+  need prometheus prometheus
+  need promtool prometheus
+  need prometheus-redis-exporter prometheus-redis-exporter
+}
+
 install_test_binaries() { # every server binary and client the tests run (testkit, faulttest)
   need redis-server redis-server
   need redis-cli redis-tools
@@ -91,6 +101,7 @@ install_test_binaries() { # every server binary and client the tests run (testki
   need psql postgresql-client
   pg_bin pg_ctl >/dev/null
   pg_bin initdb >/dev/null
+  need_ops_tools
   # loadtest/sale renders its HTML report in headless Chromium; that test skips without it
   command -v chromium >/dev/null 2>&1 || apt_install chromium ||
     echo "services: chromium could not be installed; loadtest/sale's rendering test will skip" >&2
@@ -98,6 +109,8 @@ install_test_binaries() { # every server binary and client the tests run (testki
 
 if [ "$install" = yes ]; then
   install_test_binaries
+else
+  (need_ops_tools) || true # need exits the subshell: named, not fatal
 fi
 start_postgres
 start_redis

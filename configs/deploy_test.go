@@ -1,0 +1,228 @@
+// Package configs_test checks the operating files against the tools that read them:
+// docker-compose.yml with docker-compose, the Prometheus config and alerts with promtool, and
+// (metrics_test.go) the dashboard's and the alerts' metric names against what a real backend and
+// edge serve, scraped by a real Prometheus. A missing tool fails the test, naming its package.
+package configs_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"vouchergate/backend/backendtest"
+	"vouchergate/shared/config"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	backendtest.RemoveBinary()
+	removeEdgeBinary()
+	os.Exit(code)
+}
+
+// repoRoot is the repository's top folder: tests run in configs/.
+const repoRoot = ".."
+
+// tool returns the path of a binary the checks run, failing the test with the apt package
+// that installs it if it is not on PATH.
+func tool(t *testing.T, name, aptPackage string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s is not installed; install it with: apt-get install %s (or: bash scripts/services.sh --install)", name, aptPackage)
+	}
+	return path
+}
+
+// runTool runs a binary in dir and fails the test with its output unless it exits 0.
+func runTool(t *testing.T, dir, bin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s (in %s): %v\n%s", filepath.Base(bin), strings.Join(args, " "), dir, err, out)
+	}
+	return string(out)
+}
+
+func TestComposeConfigIsValid(t *testing.T) {
+	compose := tool(t, "docker-compose", "docker-compose")
+	runTool(t, repoRoot, compose, "-f", "docker-compose.yml", "config", "-q")
+}
+
+// composeFile is the part of docker-compose.yml the checks below read.
+type composeFile struct {
+	Services map[string]struct {
+		Command     any               `yaml:"command"`
+		Environment map[string]string `yaml:"environment"`
+		Healthcheck *struct {
+			Test []string `yaml:"test"`
+		} `yaml:"healthcheck"`
+	} `yaml:"services"`
+}
+
+// The compose file's settings are the processes' real variables: a misspelt VG_ name would be
+// ignored by the process, not refused.
+func TestComposeSettingsAreRealVariables(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c composeFile
+	if err := yaml.Unmarshal(raw, &c); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	for service, settings := range map[string]any{"backend": config.Backend{}, "edge": config.Edge{}} {
+		known := envNames(reflect.TypeOf(settings))
+		s, ok := c.Services[service]
+		if !ok {
+			t.Fatalf("docker-compose.yml has no service %s", service)
+		}
+		for name := range s.Environment {
+			if !slices.Contains(known, name) {
+				t.Errorf("docker-compose.yml: %s sets %s, which the %s does not read (shared/config)", service, name, service)
+			}
+		}
+		if s.Healthcheck == nil {
+			t.Errorf("docker-compose.yml: %s has no healthcheck", service)
+		}
+	}
+	for _, want := range []string{"VG_DATABASE_URL", "VG_REDIS_URL", "VG_NATS_URL", "VG_BACKEND_ADDR", "VG_ADMIN_TOKEN", "VG_DEMO_VOUCHER"} {
+		if _, ok := c.Services["backend"].Environment[want]; !ok {
+			t.Errorf("docker-compose.yml: the backend does not set %s", want)
+		}
+	}
+	// Voucher keys must never be evicted, and a use reserved must survive a Redis restart.
+	redisCmd := strings.Join(asStrings(c.Services["redis"].Command), " ")
+	for _, want := range []string{"--appendonly yes", "--maxmemory-policy noeviction"} {
+		if !strings.Contains(redisCmd, want) {
+			t.Errorf("docker-compose.yml: redis runs %q, without %q", redisCmd, want)
+		}
+	}
+}
+
+// envNames lists the env tags of a settings struct.
+func envNames(typ reflect.Type) []string {
+	var names []string
+	for i := range typ.NumField() {
+		if name := typ.Field(i).Tag.Get("env"); name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+func asStrings(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return strings.Fields(v)
+	case []any:
+		out := make([]string, len(v))
+		for i, x := range v {
+			out[i], _ = x.(string)
+		}
+		return out
+	}
+	return nil
+}
+
+func TestPrometheusConfigAndAlerts(t *testing.T) {
+	promtool := tool(t, "promtool", "prometheus")
+	dir := filepath.Join(repoRoot, "configs", "prometheus")
+	// check config resolves rule_files relative to the config's folder, and checks them too
+	runTool(t, dir, promtool, "check", "config", "prometheus.yml")
+	runTool(t, dir, promtool, "check", "rules", "alerts.yml")
+	// the rules' unit tests: each alert fires on a series that should page, not on one that should not
+	runTool(t, dir, promtool, "test", "rules", "alerts_test.yml")
+}
+
+// Every alert has a for, a severity and both annotations.
+func TestAlertsAreComplete(t *testing.T) {
+	for _, r := range alertRules(t) {
+		if r.For == "" {
+			t.Errorf("alert %s has no for", r.Alert)
+		}
+		if s := r.Labels["severity"]; s != "critical" && s != "warning" {
+			t.Errorf("alert %s has severity %q; want critical or warning", r.Alert, s)
+		}
+		if r.Annotations["summary"] == "" || r.Annotations["description"] == "" {
+			t.Errorf("alert %s lacks a summary or a description", r.Alert)
+		}
+	}
+}
+
+type alertRule struct {
+	Alert       string            `yaml:"alert"`
+	Expr        string            `yaml:"expr"`
+	For         string            `yaml:"for"`
+	Labels      map[string]string `yaml:"labels"`
+	Annotations map[string]string `yaml:"annotations"`
+}
+
+// alertRules reads configs/prometheus/alerts.yml.
+func alertRules(t *testing.T) []alertRule {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("prometheus", "alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Groups []struct {
+			Rules []alertRule `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(raw, &file); err != nil {
+		t.Fatalf("alerts.yml: %v", err)
+	}
+	var rules []alertRule
+	for _, g := range file.Groups {
+		rules = append(rules, g.Rules...)
+	}
+	if len(rules) == 0 {
+		t.Fatal("alerts.yml has no rules")
+	}
+	return rules
+}
+
+// No Docker engine runs the tests, so the Dockerfile is only read: it has the two targets
+// docker-compose.yml builds, and every final image runs as a non-root user with the wget
+// compose's health checks call.
+func TestDockerfileTargets(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := map[string]bool{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 4 && strings.EqualFold(f[0], "FROM") && strings.EqualFold(f[2], "AS") {
+			stages[f[3]] = true
+		}
+	}
+	for _, target := range []string{"backend", "edge"} {
+		if !stages[target] {
+			t.Errorf("Dockerfile has no stage %s, which docker-compose.yml builds", target)
+		}
+	}
+	for _, want := range []string{
+		`CGO_ENABLED=0`, `-trimpath -ldflags "-s -w"`, "USER nonroot", "/usr/local/bin/wget",
+	} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	compose, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(compose), `"/usr/local/bin/wget"`) {
+		t.Error("docker-compose.yml's health checks do not call the wget the Dockerfile adds")
+	}
+}
