@@ -26,7 +26,8 @@ type Config struct {
 // Service reserves, confirms and releases voucher uses. It is safe for concurrent use.
 type Service struct {
 	store  Store
-	gate   Gate // nil: flash vouchers answer ErrUnavailable
+	views  Views // the store's, if it has them; nil: the admin lists answer ErrUnavailable
+	gate   Gate  // nil: flash vouchers answer ErrUnavailable
 	notify Notifier
 	cfg    Config
 
@@ -36,7 +37,8 @@ type Service struct {
 	written  batchCounts
 }
 
-// NewService returns a service over store and gate, telling notify about sold-out state.
+// NewService returns a service over store and gate, telling notify about sold-out state. The
+// admin lists are read from store when it implements Views.
 func NewService(store Store, gate Gate, notify Notifier, cfg Config) *Service {
 	if cfg.HoldTTL <= 0 {
 		cfg.HoldTTL = 15 * time.Minute
@@ -53,7 +55,7 @@ func NewService(store Store, gate Gate, notify Notifier, cfg Config) *Service {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Service{store: store, gate: gate, notify: notify, cfg: cfg}
+	return &Service{store: store, views: viewsOf(store), gate: gate, notify: notify, cfg: cfg}
 }
 
 // batchCounts counts the flash writers' transactions and the holds they carried.
