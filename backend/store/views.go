@@ -64,19 +64,7 @@ const redemptionRecordColumns = `id, ` + redemptionColumns + `, confirmed_at, re
 // it, the voucher's rows (of the status) come from redemptions_voucher_status or the primary
 // key, as the planner finds cheaper.
 func (s *Store) RedemptionPage(ctx context.Context, code string, f voucher.RedemptionFilter, limit int) ([]voucher.RedemptionRecord, bool, error) {
-	q := `SELECT ` + redemptionRecordColumns + ` FROM redemptions WHERE voucher_code = $1 AND id > $2`
-	args := []any{code, f.After}
-	if f.Status != "" {
-		args = append(args, f.Status)
-		q += ` AND status = $` + strconv.Itoa(len(args))
-	}
-	if f.CustomerID != "" {
-		args = append(args, f.CustomerID)
-		q += ` AND customer_id = $` + strconv.Itoa(len(args))
-	}
-	args = append(args, limit+1)
-	q += ` ORDER BY id LIMIT $` + strconv.Itoa(len(args))
-
+	q, args := redemptionPageQuery(code, f, limit+1)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("list redemptions of %s after %d: %w", code, f.After, err)
@@ -97,4 +85,20 @@ func (s *Store) RedemptionPage(ctx context.Context, code string, f voucher.Redem
 		return page[:limit], true, nil
 	}
 	return page, false, nil
+}
+
+// redemptionPageQuery is the statement reading up to limit redemptions of code that match f.
+func redemptionPageQuery(code string, f voucher.RedemptionFilter, limit int) (string, []any) {
+	q := `SELECT ` + redemptionRecordColumns + ` FROM redemptions WHERE voucher_code = $1 AND id > $2`
+	args := []any{code, f.After}
+	if f.Status != "" {
+		args = append(args, f.Status)
+		q += ` AND status = $` + strconv.Itoa(len(args))
+	}
+	if f.CustomerID != "" {
+		args = append(args, f.CustomerID)
+		q += ` AND customer_id = $` + strconv.Itoa(len(args))
+	}
+	args = append(args, limit)
+	return q + ` ORDER BY id LIMIT $` + strconv.Itoa(len(args)), args
 }
