@@ -123,7 +123,7 @@ func readQuery(args *fasthttp.Args, names ...string) (map[string]string, error) 
 		name := string(k)
 		switch _, seen := q[name]; {
 		case seen:
-			return nil, fmt.Errorf("query parameter %s is given more than once", clip(name))
+			return nil, fmt.Errorf("query parameter %q is given more than once", clip(name))
 		case !slices.Contains(names, name):
 			return nil, fmt.Errorf("unknown query parameter %q; this list takes %s", clip(name), strings.Join(names, ", "))
 		}
