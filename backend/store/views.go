@@ -11,9 +11,9 @@ import (
 	"vouchergate/shared/wire"
 )
 
-// The admin lists (voucher.Views). Each page is one statement, so one snapshot, and walks an
-// index in key order from the previous page's last key: a page costs the same however far the
-// list goes.
+// The admin lists (voucher.Views). Each page is one statement, so one snapshot, that starts
+// from the previous page's last key (keyset pagination): no OFFSET, so a page does not cost more
+// the further the list goes.
 
 // voucherPageSQL reads a page of vouchers by the primary key. Its counts come from
 // redemptions_voucher_status (as Stats's do), so a page costs the sum of its vouchers'
@@ -59,10 +59,13 @@ const redemptionRecordColumns = `id, ` + redemptionColumns + `, confirmed_at, re
 
 // RedemptionPage reads up to limit redemptions of the voucher code with ids after f.After, in id
 // order, asking for one more to learn whether more follow. Only the filters that are set become
-// conditions, so each combination is its own statement with its own plan: with the customer,
-// redemptions_voucher_customer gives the rows in id order and the LIMIT stops the scan; without
-// it, the voucher's rows (of the status) come from redemptions_voucher_status or the primary
-// key, as the planner finds cheaper.
+// conditions, so each combination is its own statement with its own plan. With the customer,
+// redemptions_voucher_customer finds just that customer's rows (a few: per_user_limit active
+// ones and what they released). Without it the planner takes the voucher's rows (of the status)
+// from redemptions_voucher_status and sorts them by id, or walks the primary key from After
+// until the page is full (reading other vouchers' later rows on the way), whichever it finds
+// cheaper. One statement with optional conditions ("$4 IS NULL OR customer_id = $4") could
+// get one generic plan for every filter, and that plan could not use the customer's index.
 func (s *Store) RedemptionPage(ctx context.Context, code string, f voucher.RedemptionFilter, limit int) ([]voucher.RedemptionRecord, bool, error) {
 	q, args := redemptionPageQuery(code, f, limit+1)
 	rows, err := s.pool.Query(ctx, q, args...)

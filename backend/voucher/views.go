@@ -9,8 +9,8 @@ import (
 // Views reads the admin API's lists, a page at a time, in key order. It is its own port, apart
 // from Store, so that the deciding code and its fakes do not depend on it. Implementations MUST
 // be safe for concurrent use, MUST read each page in one snapshot (its counts agree with its
-// used_count as of one moment) and MUST read at most about limit+1 rows of the listed table for
-// a page, whatever the table holds.
+// used_count as of one moment), and MUST find a page's rows by key (the code; the voucher and
+// customer), never by reading every row of the table.
 type Views interface {
 	// VoucherPage returns up to limit (≥ 1) vouchers whose code sorts after after ("" for the
 	// first page), ordered by code, each with its used_count and its redemptions counted by
@@ -43,7 +43,7 @@ type RedemptionRecord struct {
 var errNoViews = errors.New("the store does not implement Views")
 
 // VoucherPage returns a page of vouchers ordered by code with their counts, without Redis's
-// remaining uses: one Redis call per voucher would make a list as slow as its longest page.
+// remaining uses: one Redis call per voucher is too much for a list.
 func (s *Service) VoucherPage(ctx context.Context, after string, limit int) ([]Usage, bool, error) {
 	if s.views == nil {
 		return nil, false, s.unavailable(errNoViews, "list vouchers")
