@@ -58,11 +58,7 @@ func (s *Server) getVoucher(ctx *fasthttp.RequestCtx, code string) {
 		s.respondOutcome(ctx, err)
 		return
 	}
-	respondJSON(ctx, fasthttp.StatusOK, wire.VoucherView{
-		Code: st.Code, DiscountAmount: st.DiscountAmount, MinOrderAmount: st.MinOrderAmount,
-		TotalLimit: st.TotalLimit, PerUserLimit: st.PerUserLimit, StartsAt: st.StartsAt, EndsAt: st.EndsAt,
-		FlashSale: st.FlashSale, UsedCount: st.UsedCount, Counts: st.ByStatus, RedisRemaining: st.RedisRemaining,
-	})
+	respondJSON(ctx, fasthttp.StatusOK, voucherView(st))
 }
 
 func (s *Server) warmVoucher(ctx *fasthttp.RequestCtx, code string) {

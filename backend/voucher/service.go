@@ -29,7 +29,8 @@ type Config struct {
 // Service reserves, confirms and releases voucher uses. It is safe for concurrent use.
 type Service struct {
 	store  Store
-	gate   Gate // nil: flash vouchers answer ErrUnavailable
+	views  Views // the store's, if it has them; nil: the admin lists answer ErrUnavailable
+	gate   Gate  // nil: flash vouchers answer ErrUnavailable
 	notify Notifier
 	cfg    Config
 
@@ -40,7 +41,8 @@ type Service struct {
 	counts   serviceMetrics
 }
 
-// NewService returns a service over store and gate, telling notify about sold-out state.
+// NewService returns a service over store and gate, telling notify about sold-out state. The
+// admin lists are read from store when it implements Views.
 func NewService(store Store, gate Gate, notify Notifier, cfg Config) *Service {
 	if cfg.HoldTTL <= 0 {
 		cfg.HoldTTL = 15 * time.Minute
@@ -57,7 +59,8 @@ func NewService(store Store, gate Gate, notify Notifier, cfg Config) *Service {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Service{store: store, gate: gate, notify: notify, cfg: cfg, counts: newServiceMetrics(cfg.Metrics)}
+	return &Service{store: store, views: viewsOf(store), gate: gate, notify: notify, cfg: cfg,
+		counts: newServiceMetrics(cfg.Metrics)}
 }
 
 // batchCounts counts the flash writers' transactions and the holds they carried.

@@ -1,0 +1,4 @@
+package store
+
+// RedemptionPageQuery is the statement of RedemptionPage, for the test that reads its plan.
+var RedemptionPageQuery = redemptionPageQuery
