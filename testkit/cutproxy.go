@@ -104,14 +104,18 @@ func (p *CutProxy) accept() {
 func (p *CutProxy) forward(client, server net.Conn, cut *atomic.Bool) {
 	defer server.Close()
 	buf := make([]byte, 64<<10)
+	var tail []byte // the end of the bytes before, so a pattern split between two reads is seen
 	for {
 		n, err := client.Read(buf)
 		if n > 0 {
+			// Marked before the bytes go on: the server's answer must not reach the client first.
+			seen := append(tail, buf[:n]...)
+			if p.armedFor(seen) {
+				cut.Store(true)
+			}
+			tail = append(tail[:0], seen[max(0, len(seen)-64):]...)
 			if _, werr := server.Write(buf[:n]); werr != nil {
 				return
-			}
-			if p.armedFor(buf[:n]) {
-				cut.Store(true)
 			}
 		}
 		if err != nil {
