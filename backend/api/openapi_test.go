@@ -102,6 +102,7 @@ var openAPIScenarios = []scenario{
 	{name: "reserve the same order again", method: "POST", uri: "/vouchers/FLASH100/reservations", example: "retry", status: 201, answer: "first"},
 	{name: "reserve the last use", method: "POST", uri: "/vouchers/FLASH100/reservations", example: "secondCustomer", status: 201, answer: "secondCustomer"},
 	{name: "reserve over the limit", method: "POST", uri: "/vouchers/FLASH100/reservations", example: "soldOut", status: 409, code: "OUT_OF_STOCK", answer: "soldOut"},
+	{name: "sold-out state with its holders", method: "GET", uri: "/vouchers/FLASH100/state", status: 200},
 	{name: "reserve without orderAmount", method: "POST", uri: "/vouchers/FLASH100/reservations",
 		body: `{"customerId":42,"orderId":"order-4"}`, invalid: true, status: 400, code: "BAD_REQUEST", answer: "missingAmount"},
 	{name: "reserve with a customerId that is no integer", method: "POST", uri: "/vouchers/FLASH100/reservations",
@@ -119,7 +120,8 @@ var openAPIScenarios = []scenario{
 	{name: "confirm a released reservation", method: "POST", uri: "/vouchers/FLASH100/reservations/order-2/confirm", status: 409, code: "RESERVATION_RELEASED", answer: "released"},
 	{name: "reserve a released order again", method: "POST", uri: "/vouchers/FLASH100/reservations", example: "secondCustomer", status: 409, code: "RESERVATION_RELEASED"},
 	{name: "confirm an unknown order", method: "POST", uri: "/vouchers/FLASH100/reservations/order-9/confirm", status: 404, code: "RESERVATION_NOT_FOUND", answer: "unknownOrder"},
-	{name: "sold-out state", method: "GET", uri: "/vouchers/FLASH100/state", status: 200},
+	{name: "state after a release", method: "GET", uri: "/vouchers/FLASH100/state", status: 200},
+	{name: "sold-out state of an unknown voucher", method: "GET", uri: "/vouchers/NOPE/state", status: 200},
 
 	{name: "reserve below the minimum", method: "POST", uri: "/vouchers/WELCOME10/reservations", example: "belowMinimum", status: 422, code: "NOT_ELIGIBLE", answer: "belowMinimum"},
 	{name: "reserve a normal voucher", method: "POST", uri: "/vouchers/WELCOME10/reservations", example: "normal", status: 201, answer: "normal"},
@@ -129,6 +131,8 @@ var openAPIScenarios = []scenario{
 	{name: "warm up", method: "POST", uri: "/admin/vouchers/FLASH100/warmup", status: 200},
 	{name: "expire", method: "POST", uri: "/admin/expire", status: 200, answer: "none"},
 	{name: "reconcile", method: "POST", uri: "/admin/reconcile?code=FLASH100", status: 200},
+	{name: "reconcile an unknown voucher", method: "POST", uri: "/admin/reconcile?code=NOPE", status: 404, code: "VOUCHER_NOT_FOUND"},
+	{name: "warm up an unknown voucher", method: "POST", uri: "/admin/vouchers/NOPE/warmup", status: 404, code: "VOUCHER_NOT_FOUND"},
 
 	{name: "quota rule", method: "POST", uri: "/admin/quota-rules", example: "dayRule", status: 201, answer: "dayRule", vary: []string{"createdAt", "updatedAt"}},
 	{name: "quota rules", method: "GET", uri: "/admin/quota-rules?bizId=1", status: 200, answer: "biz1", vary: []string{"createdAt", "updatedAt"}},
