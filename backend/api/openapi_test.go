@@ -157,13 +157,13 @@ const listViewsServed = false
 // listViewScenarios are the admin list views (issue 13), run after openAPIScenarios, whose
 // story they read: FLASH100 has order-1 CONFIRMED and order-2 RELEASED; WELCOME10 order-11.
 var listViewScenarios = []scenario{
-	{name: "list vouchers", method: "GET", uri: "/admin/vouchers?limit=1", status: 200},
+	{name: "list vouchers", method: "GET", uri: "/admin/vouchers?limit=1", status: 200, answer: "firstPage"},
 	{name: "list vouchers after FLASH100", method: "GET", uri: "/admin/vouchers?limit=1&after=FLASH100", status: 200},
 	{name: "list vouchers by the default page", method: "GET", uri: "/admin/vouchers", status: 200},
 	{name: "list vouchers with limit 0", method: "GET", uri: "/admin/vouchers?limit=0", invalid: true, status: 400, code: "BAD_REQUEST"},
 	{name: "list vouchers with limit 501", method: "GET", uri: "/admin/vouchers?limit=501", invalid: true, status: 400, code: "BAD_REQUEST"},
-	{name: "list confirmed redemptions", method: "GET", uri: "/admin/vouchers/FLASH100/redemptions?status=CONFIRMED", status: 200},
-	{name: "list a customer's redemptions", method: "GET", uri: "/admin/vouchers/FLASH100/redemptions?customerId=42&limit=10", status: 200},
+	{name: "list confirmed redemptions", method: "GET", uri: "/admin/vouchers/FLASH100/redemptions?status=CONFIRMED", status: 200, answer: "confirmed"},
+	{name: "list a customer's redemptions", method: "GET", uri: "/admin/vouchers/FLASH100/redemptions?customerId=42&limit=10", status: 200, answer: "confirmed"},
 	{name: "list redemptions one at a time", method: "GET", uri: "/admin/vouchers/FLASH100/redemptions?limit=1", status: 200},
 	{name: "list redemptions of a bad status", method: "GET", uri: "/admin/vouchers/FLASH100/redemptions?status=USED", invalid: true, status: 400, code: "BAD_REQUEST"},
 	{name: "list redemptions of an unknown voucher", method: "GET", uri: "/admin/vouchers/NOPE/redemptions", status: 404, code: "VOUCHER_NOT_FOUND"},
