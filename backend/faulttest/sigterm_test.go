@@ -417,3 +417,29 @@ func (c *kaConn) reserve(code string, a attempt) sent {
 	}
 	return r
 }
+
+// A client that holds a request half sent does not hold the shutdown past the grace: the
+// backend exits within its grace and 2 s, with status 1 and the cut reported in its log
+// (fasthttp's own ReadTimeout, 10 s, would let the client hold it that long).
+func TestSIGTERMBoundedByGrace(t *testing.T) {
+	const grace = time.Second
+	proc := backendtest.StartProcess(t, backendtest.Config(t), "VG_SHUTDOWN_GRACE="+grace.String())
+	c, err := net.Dial("tcp", proc.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "POST /vouchers/SLOW/reservations HTTP/1.1\r\nHost: vouchergate\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	// Read or not yet, the connection is not idle: fasthttp's Shutdown takes a new connection
+	// for idle only 5 s after it opened.
+	status, took := proc.Terminate(grace + 2*time.Second)
+	t.Logf("exited with status %d %v after SIGTERM", status, took.Round(time.Millisecond))
+	if status != 1 {
+		t.Errorf("exit status %d with a request cut at the grace; want 1", status)
+	}
+	if out := proc.Output(); !strings.Contains(out, "requests still in flight after the grace") {
+		t.Errorf("the log does not say a request was cut at the grace")
+	}
+}
