@@ -31,7 +31,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer a.Close() // on the way out early; the signal's way closes it below
 	if cfg.DemoVoucher != "" {
 		if err := a.CreateDemo(ctx, cfg.DemoVoucher); err != nil {
 			return fmt.Errorf("create demo voucher %s: %w", cfg.DemoVoucher, err)
@@ -43,6 +43,7 @@ func run() error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-		return nil
 	}
+	stop() // a second signal ends the process at once
+	return a.Close()
 }

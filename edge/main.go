@@ -32,13 +32,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer a.Close() // on the way out early; the signal's way closes it below
 	errc := make(chan error, 1)
 	go func() { errc <- a.ListenAndServe() }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-		return nil
 	}
+	stop() // a second signal ends the process at once
+	return a.Close()
 }

@@ -17,7 +17,7 @@ type Probe struct {
 
 // readiness is /readyz's answer.
 type readiness struct {
-	Status string            `json:"status"` // ready or not_ready
+	Status string            `json:"status"` // ready, not_ready, or draining (shutting down)
 	Checks map[string]string `json:"checks"` // probe name → ok, or what failed
 }
 
@@ -25,8 +25,13 @@ type readiness struct {
 const probeTimeout = time.Second
 
 // ready answers GET /readyz: 200 when every required probe passes, else 503; the body names
-// each probe's result.
+// each probe's result. A draining server (Drain) is not ready, whatever its probes say.
 func (s *Server) ready(ctx *fasthttp.RequestCtx) {
+	if s.draining.Load() {
+		ctx.Response.Header.Set("Retry-After", "1")
+		respondJSON(ctx, fasthttp.StatusServiceUnavailable, readiness{Status: "draining", Checks: map[string]string{}})
+		return
+	}
 	r := readiness{Status: "ready", Checks: make(map[string]string, len(s.opts.Probes))}
 	for _, p := range s.opts.Probes {
 		c, cancel := context.WithTimeout(context.Background(), probeTimeout)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,6 +53,7 @@ type Server struct {
 	counts   httpMetrics
 	// readDeduct reads a deduct body: readDeduct, or encoding/json where a benchmark compares.
 	readDeduct func([]byte, *wire.QuotaDeductRequest) error
+	draining   atomic.Bool // Drain was called
 }
 
 // New returns a server for the services in opts.
@@ -101,6 +103,10 @@ func (s *Server) HTTPServer() *fasthttp.Server {
 		SecureErrorLogMessage: true,
 	}
 }
+
+// Drain marks the server as shutting down: /readyz answers 503, so a load balancer stops
+// sending. Requests are still served.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // context bounds one request's work.
 func (s *Server) context() (context.Context, context.CancelFunc) {

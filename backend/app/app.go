@@ -27,6 +27,7 @@ import (
 	"vouchergate/backend/voucher"
 	"vouchergate/shared/clock"
 	"vouchergate/shared/config"
+	"vouchergate/shared/drain"
 	"vouchergate/shared/events"
 	"vouchergate/shared/keys"
 )
@@ -52,6 +53,7 @@ type App struct {
 	stop     context.CancelFunc // ends the jobs
 	jobsDone <-chan struct{}    // closed once they have returned
 	closed   atomic.Bool
+	serving  atomic.Pointer[drain.Server] // the server as Serve runs it, for a drained shutdown (shutdown.go)
 }
 
 // Option changes how New builds the app (tests inject a clock).
@@ -198,27 +200,51 @@ func openNATS(cfg config.Backend, a *App) (*nats.Conn, error) {
 	return nc, nil
 }
 
-// Serve answers HTTP on ln until Close.
-func (a *App) Serve(ln net.Listener) error { return a.http.Serve(ln) }
+// Serve answers HTTP on ln until Close, which stops accepting on ln first (shutdown.go).
+func (a *App) Serve(ln net.Listener) error {
+	d := drain.New(a.http)
+	a.serving.Store(d)
+	return d.Serve(ln)
+}
 
 // ListenAndServe answers HTTP on the configured address until Close.
 func (a *App) ListenAndServe() error {
+	ln, err := net.Listen("tcp", a.Config.Addr)
+	if err != nil {
+		return fmt.Errorf("VG_BACKEND_ADDR=%s: %w", a.Config.Addr, err)
+	}
 	a.log.Info("backend listening", "addr", a.Config.Addr)
-	return a.http.ListenAndServe(a.Config.Addr)
+	return a.Serve(ln)
 }
 
-// Close stops serving and closes every connection. Closing again does nothing.
+// Close shuts the backend down within the shutdown grace, in order: it stops accepting, lets
+// the requests in flight finish (shutdown.go), waits for the voucher service's reservations in
+// flight, then stops the jobs, the notifier and the quota service and closes NATS, Redis and
+// the pool. Closing again does nothing.
 func (a *App) Close() error {
 	if a.closed.Swap(true) {
 		return nil
 	}
+	start := time.Now()
+	grace := a.Config.ShutdownGrace
+	if grace <= 0 {
+		grace = defaultGrace
+	}
+	if a.http != nil {
+		a.log.Info("backend shutting down", "grace", grace)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
 	var errs []error
+	if a.http != nil {
+		errs = append(errs, a.stopServing(ctx))
+	}
+	if a.Vouchers != nil {
+		errs = append(errs, a.Vouchers.Close(ctx))
+	}
 	if a.stop != nil {
 		a.stop()
 		<-a.jobsDone // a run in flight ends before the stores it uses close
-	}
-	if a.http != nil {
-		errs = append(errs, a.http.Shutdown())
 	}
 	if a.notifier != nil {
 		a.notifier.Close()
@@ -235,5 +261,9 @@ func (a *App) Close() error {
 	if a.Pool != nil {
 		a.Pool.Close()
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if a.http != nil {
+		a.log.Info("backend shut down", "took", time.Since(start).Round(time.Millisecond), "err", err)
+	}
+	return err
 }

@@ -61,6 +61,7 @@ func Config(t testing.TB) config.Backend {
 		// the defaults, which Check requires to be set
 		QuotaIdemTTL:      168 * time.Hour,
 		QuotaRefreshEvery: 10 * time.Second,
+		ShutdownGrace:     10 * time.Second,
 	}
 }
 

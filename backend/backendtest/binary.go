@@ -44,3 +44,27 @@ func RemoveBinary() {
 		_ = os.RemoveAll(buildDir)
 	}
 }
+
+// The edge command, built once per test binary for tests that put it in front of a backend.
+var (
+	edgeOnce     sync.Once
+	edgePath     string
+	edgeBuildErr error
+)
+
+// EdgeBinary builds the edge command once, next to the backend's, and returns its path.
+func EdgeBinary(t testing.TB) string {
+	t.Helper()
+	Binary(t) // makes the folder RemoveBinary deletes
+	edgeOnce.Do(func() {
+		edgePath = filepath.Join(buildDir, "edge")
+		out, err := exec.Command("go", "build", "-o", edgePath, "vouchergate/edge").CombinedOutput()
+		if err != nil {
+			edgeBuildErr = fmt.Errorf("go build vouchergate/edge: %w\n%s", err, out)
+		}
+	})
+	if edgeBuildErr != nil {
+		t.Fatalf("build the edge command: %v", edgeBuildErr)
+	}
+	return edgePath
+}

@@ -16,8 +16,8 @@ import (
 	"vouchergate/shared/config"
 )
 
-// Process is the backend command running as a child process on a fixed 127.0.0.1 address,
-// which the test can SIGKILL and start again. Its output goes to a log file, shown if the test
+// Process is the backend command (or the edge: StartEdgeProcess) running as a child process on
+// a fixed 127.0.0.1 address, which the test can SIGKILL or SIGTERM and start again. Its output goes to a log file, shown if the test
 // fails; whatever runs when the test ends is killed by PID. The test binary's TestMain calls
 // RemoveBinary.
 type Process struct {
@@ -25,6 +25,8 @@ type Process struct {
 	addr    string
 	env     []string
 	logPath string
+	binary  func(testing.TB) string // Binary, or EdgeBinary
+	name    string                  // "backend" or "edge", for messages
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -37,19 +39,8 @@ type Process struct {
 // them) and no demo voucher is made, unless extra says otherwise.
 func StartProcess(t testing.TB, cfg config.Backend, extra ...string) *Process {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "VG_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env,
+	addr := freeAddr(t)
+	env := append(environWithoutVG(),
 		"VG_BACKEND_ADDR="+addr,
 		"VG_DATABASE_URL="+cfg.DatabaseURL,
 		"VG_REDIS_URL="+cfg.RedisURL,
@@ -59,20 +50,65 @@ func StartProcess(t testing.TB, cfg config.Backend, extra ...string) *Process {
 		"VG_ADMIN_TOKEN="+Token,
 		"VG_EXPIRE_EVERY=0", "VG_RECONCILE_EVERY=0", "VG_WARMUP_EVERY=0",
 	)
-	p := &Process{t: t, addr: addr, env: append(env, extra...), logPath: filepath.Join(t.TempDir(), "backend.log")}
-	t.Cleanup(func() {
+	p := &Process{t: t, addr: addr, env: append(env, extra...), logPath: filepath.Join(t.TempDir(), "backend.log"),
+		binary: Binary, name: "backend"}
+	p.run()
+	return p
+}
+
+// StartEdgeProcess runs the edge command on a free port in front of backends (host:port,
+// comma-separated), on cfg's NATS subjects, with the extra VG_* settings, and returns once it
+// answers /healthz. It has no ops listener and does not wait for the sold-out set. The
+// environment's own VG_* variables are dropped.
+func StartEdgeProcess(t testing.TB, cfg config.Backend, backends string, extra ...string) *Process {
+	t.Helper()
+	addr := freeAddr(t)
+	env := append(environWithoutVG(),
+		"VG_EDGE_ADDR="+addr, "VG_EDGE_BACKENDS="+backends,
+		"VG_NATS_URL="+cfg.NATSURL, "VG_NATS_PREFIX="+cfg.NATSPrefix,
+		"VG_EDGE_OPS_ADDR=", "VG_EDGE_SYNC_WAIT=0s",
+	)
+	p := &Process{t: t, addr: addr, env: append(env, extra...), logPath: filepath.Join(t.TempDir(), "edge.log"),
+		binary: EdgeBinary, name: "edge"}
+	p.run()
+	return p
+}
+
+// run starts the process, and kills it when the test ends, showing its log if the test failed.
+func (p *Process) run() {
+	p.t.Helper()
+	p.t.Cleanup(func() {
 		p.Kill()
-		if t.Failed() {
+		if p.t.Failed() {
 			if b, err := os.ReadFile(p.logPath); err == nil {
 				if len(b) > 16<<10 {
 					b = b[len(b)-16<<10:]
 				}
-				t.Logf("backend process log (%s), tail:\n%s", p.logPath, b)
+				p.t.Logf("%s process log (%s), tail:\n%s", p.name, p.logPath, b)
 			}
 		}
 	})
 	p.Start()
-	return p
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func environWithoutVG() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "VG_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // Addr returns host:port, the same across restarts.
@@ -85,7 +121,7 @@ func (p *Process) URL() string { return "http://" + p.addr }
 // find the port still held; it tries again.
 func (p *Process) Start() {
 	p.t.Helper()
-	bin := Binary(p.t)
+	bin := p.binary(p.t)
 	for try := 0; try < 20; try++ {
 		logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -97,7 +133,7 @@ func (p *Process) Start() {
 		err = cmd.Start()
 		logFile.Close()
 		if err != nil {
-			p.t.Fatalf("start the backend command: %v", err)
+			p.t.Fatalf("start the %s command: %v", p.name, err)
 		}
 		done := make(chan struct{})
 		go func() {
@@ -113,7 +149,7 @@ func (p *Process) Start() {
 		p.Kill()
 		time.Sleep(250 * time.Millisecond)
 	}
-	p.t.Fatalf("the backend command did not start on %s", p.addr)
+	p.t.Fatalf("the %s command did not start on %s", p.name, p.addr)
 }
 
 // ready polls /healthz until it answers 200 (true), or the process exits or 30 s pass (false).
@@ -147,16 +183,47 @@ func (p *Process) Kill() {
 		return
 	}
 	if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		p.t.Errorf("kill backend pid %d: %v", cmd.Process.Pid, err)
+		p.t.Errorf("kill %s pid %d: %v", p.name, cmd.Process.Pid, err)
 	}
 	<-done
+}
+
+// Terminate sends SIGTERM and waits up to within for the process to exit. It returns the exit
+// status (-1 if a signal ended it) and how long the exit took from the signal; if the process
+// is still running after within, it fails the test and kills it.
+func (p *Process) Terminate(within time.Duration) (status int, took time.Duration) {
+	p.t.Helper()
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		p.t.Fatalf("terminate the %s: not running", p.name)
+	}
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.t.Fatalf("SIGTERM %s pid %d: %v", p.name, cmd.Process.Pid, err)
+	}
+	select {
+	case <-done:
+	case <-time.After(within):
+		p.t.Errorf("the %s (pid %d) did not exit within %v of SIGTERM; killing it", p.name, cmd.Process.Pid, within)
+		p.Kill()
+		return -1, time.Since(start)
+	}
+	took = time.Since(start)
+	p.mu.Lock()
+	if p.cmd == cmd {
+		p.cmd = nil
+	}
+	p.mu.Unlock()
+	return cmd.ProcessState.ExitCode(), took
 }
 
 // Output returns what the process wrote to stdout and stderr so far, across restarts.
 func (p *Process) Output() string {
 	b, err := os.ReadFile(p.logPath)
 	if err != nil {
-		p.t.Fatalf("read the backend process log: %v", err)
+		p.t.Fatalf("read the %s process log: %v", p.name, err)
 	}
 	return string(b)
 }

@@ -18,6 +18,10 @@ func (s *Service) Confirm(ctx context.Context, code, orderID string) (Redemption
 // same. For a flash voucher the use goes back to Redis after the database committed; a repeated
 // release repeats that step, which only an order still held in Redis changes.
 func (s *Service) Release(ctx context.Context, code, orderID string) (Redemption, error) {
+	if !s.enter() {
+		return Redemption{}, errClosed("release " + code + "/" + orderID)
+	}
+	defer s.leave()
 	v, err := s.voucher(ctx, code)
 	if err != nil {
 		return Redemption{}, s.unavailable(err, "release %s/%s: read voucher", code, orderID)

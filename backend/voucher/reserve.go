@@ -19,6 +19,10 @@ type Request struct {
 // Reserve takes one use of the voucher for the order, or answers a retry of the same order as
 // it was answered before. It never takes a second use for an orderId.
 func (s *Service) Reserve(ctx context.Context, req Request) (Redemption, error) {
+	if !s.enter() {
+		return Redemption{}, errClosed("reserve " + req.Code)
+	}
+	defer s.leave()
 	v, err := s.voucher(ctx, req.Code)
 	if err != nil {
 		return Redemption{}, s.unavailable(err, "reserve %s: read voucher", req.Code)

@@ -39,6 +39,9 @@ type Service struct {
 	writers  sync.Map // code -> *writer, one per flash voucher written by this process
 	written  batchCounts
 	counts   serviceMetrics
+
+	inFlight atomic.Int64 // reservations and releases not returned yet (drain.go)
+	closing  atomic.Bool  // Close was called: new ones are refused
 }
 
 // NewService returns a service over store and gate, telling notify about sold-out state. The

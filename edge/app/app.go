@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ import (
 	"vouchergate/edge/soldout"
 	"vouchergate/edge/upstream"
 	"vouchergate/shared/config"
+	"vouchergate/shared/drain"
 	"vouchergate/shared/events"
 	"vouchergate/shared/metrics"
 )
@@ -35,9 +37,12 @@ type App struct {
 	Metrics   *prometheus.Registry // the proxy's counters and the edge's state, served at /metrics
 
 	server  *fasthttp.Server
+	serving *drain.Server    // server, shut down without dropping a request that reached it
 	ops     *fasthttp.Server // /healthz, /readyz in full and /metrics, on cfg.OpsAddr
+	upCheck *upstream.Client // the checkout API's client, if one is configured
 	metrics fasthttp.RequestHandler
 	log     *slog.Logger
+	closed  atomic.Bool
 }
 
 // Option changes how New builds the edge.
@@ -86,6 +91,7 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: cfg.MaxBodyBytes,
 		MaxConns: cfg.MaxClientConns, MaxConnsPerIP: cfg.MaxConnsPerIP,
 	})
+	a.serving = drain.New(a.server)
 	a.ops = newOpsServer(a.opsLocal)
 	if err = a.waitForSoldOutSet(ctx); err != nil {
 		return nil, err
@@ -130,7 +136,8 @@ func (a *App) proxyOptions(clientOpts upstream.Options) proxy.Options {
 	}
 	if cfg.Upstream != "" {
 		addr, tls, _ := config.SplitUpstream(cfg.Upstream) // checked by cfg.Check
-		opts.Checkout = upstream.NewClient(addr, tls, clientOpts)
+		a.upCheck = upstream.NewClient(addr, tls, clientOpts)
+		opts.Checkout = a.upCheck
 	}
 	return opts
 }
@@ -151,7 +158,7 @@ func (a *App) waitForSoldOutSet(ctx context.Context) error {
 }
 
 // Serve answers HTTP on ln until Close.
-func (a *App) Serve(ln net.Listener) error { return a.server.Serve(proxy.StrictLines(ln)) }
+func (a *App) Serve(ln net.Listener) error { return a.serving.Serve(proxy.StrictLines(ln)) }
 
 // ServeOps answers the ops paths (/healthz, /readyz in full, /metrics) on ln until Close.
 func (a *App) ServeOps(ln net.Listener) error { return a.ops.Serve(ln) }
@@ -176,16 +183,29 @@ func (a *App) ListenAndServe() error {
 	return <-errc
 }
 
-// Close stops serving (letting requests in flight finish within the shutdown grace), then
-// stops learning and checking.
+// Close shuts the edge down within the shutdown grace: it stops accepting and lets the requests
+// in flight finish (shared/drain), while /readyz answers 503 on both listeners; then it stops
+// the ops listener, the NATS listener, the sold-out refresher and the backend pool, and closes
+// the upstream clients' connections. Closing again does nothing.
 func (a *App) Close() error {
+	if a.closed.Swap(true) {
+		return nil
+	}
+	start := time.Now()
+	serving := a.serving != nil
+	if serving {
+		a.log.Info("edge shutting down", "grace", a.Config.ShutdownGrace)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownGrace)
+	defer cancel()
 	var errs []error
-	for _, s := range []*fasthttp.Server{a.server, a.ops} {
-		if s != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownGrace)
-			errs = append(errs, s.ShutdownWithContext(ctx))
-			cancel()
+	if serving {
+		if err := a.serving.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop serving: requests still in flight after the grace: %w", err))
 		}
+	}
+	if a.ops != nil {
+		errs = append(errs, a.ops.ShutdownWithContext(ctx))
 	}
 	if a.Listener != nil {
 		a.Listener.Close()
@@ -196,5 +216,12 @@ func (a *App) Close() error {
 	if a.Pool != nil {
 		a.Pool.Close()
 	}
-	return errors.Join(errs...)
+	if a.upCheck != nil {
+		a.upCheck.Close()
+	}
+	err := errors.Join(errs...)
+	if serving {
+		a.log.Info("edge shut down", "took", time.Since(start).Round(time.Millisecond), "err", err)
+	}
+	return err
 }

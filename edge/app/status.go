@@ -12,6 +12,7 @@ import (
 // readiness is the body of /readyz.
 type readiness struct {
 	Ready    bool      `json:"ready"`
+	Draining bool      `json:"draining,omitempty"` // shutting down: not ready, whatever else holds
 	Backends []backend `json:"backends"`
 	NATS     natsState `json:"nats"`
 	SoldOut  []string  `json:"soldOut"`
@@ -80,6 +81,9 @@ func (a *App) readiness() readiness {
 	}
 	if r.SoldOut == nil {
 		r.SoldOut = []string{}
+	}
+	if a.serving.Draining() {
+		r.Ready, r.Draining = false, true
 	}
 	return r
 }

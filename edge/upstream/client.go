@@ -53,6 +53,9 @@ func NewClient(addr string, tls bool, o Options) *Client {
 	}}
 }
 
+// Close closes the client's idle connections; a call in flight keeps its own until it ends.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
 // dialer connects within the call's remaining time and at most limit, and marks its errors.
 func dialer(limit time.Duration) fasthttp.DialFuncWithTimeout {
 	return func(addr string, timeout time.Duration) (net.Conn, error) {

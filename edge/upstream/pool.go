@@ -78,10 +78,14 @@ func NewPool(addrs []string, tls []bool, o PoolOptions, log *slog.Logger) *Pool 
 	return p
 }
 
-// Close stops the health checks.
+// Close stops the health checks and closes the idle connections to the backends.
 func (p *Pool) Close() {
 	close(p.stop)
 	p.done.Wait()
+	for _, m := range p.members {
+		m.Close()
+		m.healthClient.CloseIdleConnections()
+	}
 }
 
 // Backends reports each backend's state.

@@ -33,6 +33,7 @@ type Backend struct {
 	WarmupAhead       time.Duration `env:"VG_WARMUP_AHEAD" envDefault:"10m"`
 	QuotaIdemTTL      time.Duration `env:"VG_QUOTA_IDEM_TTL" envDefault:"168h"`
 	QuotaRefreshEvery time.Duration `env:"VG_QUOTA_REFRESH_EVERY" envDefault:"10s"`
+	ShutdownGrace     time.Duration `env:"VG_SHUTDOWN_GRACE" envDefault:"10s"` // how long requests in flight may finish after SIGTERM
 	Log
 }
 
@@ -65,6 +66,8 @@ func (c Backend) Check() error {
 		return fmt.Errorf("VG_RECONCILE_GRACE is %v; expected more than twice VG_DB_TIMEOUT (%v), or a write still in flight is taken for hanging", c.ReconcileGrace, c.DBTimeout)
 	case c.QuotaIdemTTL < time.Second:
 		return fmt.Errorf("VG_QUOTA_IDEM_TTL is %v; expected at least 1s, such as 168h", c.QuotaIdemTTL)
+	case c.ShutdownGrace <= 0:
+		return fmt.Errorf("VG_SHUTDOWN_GRACE is %v; expected a positive duration such as 10s", c.ShutdownGrace)
 	case c.QuotaRefreshEvery <= 0:
 		return fmt.Errorf("VG_QUOTA_REFRESH_EVERY is %v; expected a positive duration such as 10s", c.QuotaRefreshEvery)
 	case c.MaxHeaderBytes < minHeaderBytes:
