@@ -21,8 +21,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	backendtest.RemoveBinary()
-	removeEdgeBinary()
+	backendtest.RemoveBinary() // the backend and edge commands the tests ran
 	os.Exit(code)
 }
 

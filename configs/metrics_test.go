@@ -222,11 +222,8 @@ type stack struct {
 func startStack(t *testing.T) *stack {
 	t.Helper()
 	cfg := backendtest.Config(t) // its own database, key prefix and subject prefix
-	s := &stack{backend: backendtest.StartProcess(t, cfg), edge: freeAddr(t), edgeOps: freeAddr(t)}
-	env := append(environWithoutVG(),
-		"VG_EDGE_ADDR="+s.edge, "VG_EDGE_OPS_ADDR="+s.edgeOps, "VG_EDGE_BACKENDS="+s.backend.Addr(),
-		"VG_NATS_URL="+cfg.NATSURL, "VG_NATS_PREFIX="+cfg.NATSPrefix, "VG_EDGE_SYNC_WAIT=0s")
-	startChild(t, "edge", env, buildEdge(t))
+	s := &stack{backend: backendtest.StartProcess(t, cfg), edgeOps: freeAddr(t)}
+	s.edge = backendtest.StartEdgeProcess(t, cfg, s.backend.Addr(), "VG_EDGE_OPS_ADDR="+s.edgeOps).Addr()
 	// the ops /readyz is 200 once the edge has the backend in service
 	testkit.Eventually(t, "the edge is ready with the backend in service", func() bool {
 		return getStatus("http://"+s.edgeOps+"/readyz") == http.StatusOK
@@ -405,15 +402,4 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// environWithoutVG is this environment less its VG_ settings, which would reach the edge.
-func environWithoutVG() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "VG_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }

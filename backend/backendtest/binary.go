@@ -9,62 +9,53 @@ import (
 	"testing"
 )
 
-// The backend command, built once per test binary for tests that run it as a process they
-// can SIGKILL.
+// The backend and edge commands, each built once per test binary (when a test asks for it) into
+// one folder, for tests that run them as processes they can signal. The test binary's TestMain
+// calls RemoveBinary.
 var (
-	buildOnce sync.Once
-	buildDir  string
-	binPath   string
-	buildErr  error
+	dirOnce sync.Once
+	dir     string
+	dirErr  error
+
+	backend = command{pkg: "vouchergate/backend", name: "backend"}
+	edge    = command{pkg: "vouchergate/edge", name: "edge"}
 )
 
-// Binary builds the backend command once and returns its path. Call RemoveBinary from
-// TestMain after the tests ran.
-func Binary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "vg-backend-bin-"); buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(buildDir, "backend")
-		out, err := exec.Command("go", "build", "-o", binPath, "vouchergate/backend").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build vouchergate/backend: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build the backend command: %v", buildErr)
-	}
-	return binPath
+type command struct {
+	pkg, name string
+	once      sync.Once
+	path      string
+	err       error
 }
 
-// RemoveBinary deletes what Binary built, if anything.
+// build builds c once into the shared folder and returns its path.
+func (c *command) build(t testing.TB) string {
+	t.Helper()
+	dirOnce.Do(func() { dir, dirErr = os.MkdirTemp("", "vg-bin-") })
+	if dirErr != nil {
+		t.Fatalf("make a folder for the commands: %v", dirErr)
+	}
+	c.once.Do(func() {
+		c.path = filepath.Join(dir, c.name)
+		if out, err := exec.Command("go", "build", "-o", c.path, c.pkg).CombinedOutput(); err != nil {
+			c.err = fmt.Errorf("go build %s: %w\n%s", c.pkg, err, out)
+		}
+	})
+	if c.err != nil {
+		t.Fatalf("build the %s command: %v", c.name, c.err)
+	}
+	return c.path
+}
+
+// Binary builds the backend command once and returns its path.
+func Binary(t testing.TB) string { t.Helper(); return backend.build(t) }
+
+// EdgeBinary builds the edge command once and returns its path.
+func EdgeBinary(t testing.TB) string { t.Helper(); return edge.build(t) }
+
+// RemoveBinary deletes what Binary and EdgeBinary built, if anything.
 func RemoveBinary() {
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
+	if dir != "" {
+		_ = os.RemoveAll(dir)
 	}
-}
-
-// The edge command, built once per test binary for tests that put it in front of a backend.
-var (
-	edgeOnce     sync.Once
-	edgePath     string
-	edgeBuildErr error
-)
-
-// EdgeBinary builds the edge command once, next to the backend's, and returns its path.
-func EdgeBinary(t testing.TB) string {
-	t.Helper()
-	Binary(t) // makes the folder RemoveBinary deletes
-	edgeOnce.Do(func() {
-		edgePath = filepath.Join(buildDir, "edge")
-		out, err := exec.Command("go", "build", "-o", edgePath, "vouchergate/edge").CombinedOutput()
-		if err != nil {
-			edgeBuildErr = fmt.Errorf("go build vouchergate/edge: %w\n%s", err, out)
-		}
-	})
-	if edgeBuildErr != nil {
-		t.Fatalf("build the edge command: %v", edgeBuildErr)
-	}
-	return edgePath
 }

@@ -22,8 +22,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	backendtest.RemoveBinary() // built by the tests that run the backend as a process
-	removeEdgeBinary()         // built by the tests that run the edge as a process
+	backendtest.RemoveBinary() // the backend and edge commands the tests ran as processes
 	os.Exit(code)
 }
 

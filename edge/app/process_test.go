@@ -10,47 +10,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"vouchergate/backend/backendtest"
 	"vouchergate/testkit"
 )
 
 // The edge command as a child process, for what only a process shows: its memory, and the caps
 // on the connections it accepts.
-
-var (
-	edgeBuildOnce sync.Once
-	edgeBinary    string
-	edgeBuildErr  error
-)
-
-// buildEdge builds the edge command once per test binary, into a directory removed at the end.
-func buildEdge(t *testing.T) string {
-	t.Helper()
-	edgeBuildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "vg-edge-bin-")
-		if err != nil {
-			edgeBuildErr = err
-			return
-		}
-		edgeBinary = filepath.Join(dir, "edge")
-		if out, err := exec.Command("go", "build", "-o", edgeBinary, "vouchergate/edge").CombinedOutput(); err != nil {
-			edgeBuildErr = fmt.Errorf("go build vouchergate/edge: %w\n%s", err, out)
-		}
-	})
-	if edgeBuildErr != nil {
-		t.Fatalf("build the edge command: %v", edgeBuildErr)
-	}
-	return edgeBinary
-}
-
-func removeEdgeBinary() {
-	if edgeBinary != "" {
-		_ = os.RemoveAll(filepath.Dir(edgeBinary))
-	}
-}
 
 // edgeProcess is a running edge command.
 type edgeProcess struct {
@@ -63,7 +31,7 @@ type edgeProcess struct {
 // returns once the edge answers /healthz; the process is killed by PID when the test ends.
 func startEdgeProcess(t *testing.T, env ...string) *edgeProcess {
 	t.Helper()
-	bin := buildEdge(t)
+	bin := backendtest.EdgeBinary(t)
 	addr := freeAddr(t)
 	base := []string{
 		"VG_EDGE_ADDR=" + addr, "VG_EDGE_BACKENDS=" + freeAddr(t), "VG_NATS_URL=" + testkit.NATSURL,
