@@ -39,10 +39,16 @@ func run() error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- a.ListenAndServe() }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		return nil
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // reload the service API keys
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			return nil
+		case <-hup:
+			_ = a.ReloadKeys() // a failure is logged; the keys before stay
+		}
 	}
 }
