@@ -139,7 +139,11 @@ func Parse(raw []byte) (*Set, error) {
 		}
 		names[e.Name] = true
 		var d [sha256.Size]byte
-		if n, err := hex.Decode(d[:], []byte(e.SHA256)); err != nil || n != sha256.Size || len(e.SHA256) != 2*sha256.Size {
+		// the length first: hex.Decode writes past d for a longer string
+		if len(e.SHA256) != hex.EncodedLen(sha256.Size) {
+			return nil, fmt.Errorf(`%s: sha256 must be 64 hex digits, the key's SHA-256 (printf %%s "$KEY" | sha256sum)`, where)
+		}
+		if _, err := hex.Decode(d[:], []byte(e.SHA256)); err != nil {
 			return nil, fmt.Errorf(`%s: sha256 must be 64 hex digits, the key's SHA-256 (printf %%s "$KEY" | sha256sum)`, where)
 		}
 		if _, dup := s.byDigest[d]; dup {
