@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"vouchergate/backend/api"
 	"vouchergate/backend/apikeys"
+	"vouchergate/backend/app"
 	"vouchergate/backend/backendtest"
 	"vouchergate/testkit"
 )
@@ -238,6 +240,38 @@ func TestKeysRotateWithoutRestart(t *testing.T) {
 	if st := stateWith(newKey.Secret); st != 401 {
 		t.Errorf("key rotated out by ReloadKeys: %d; want 401", st)
 	}
+	m := testkit.ScrapeMetrics(t, b.URL+"/metrics")
+	// the poller may take the third file before ReloadKeys does, which then loads it again
+	if got := m.Value(t, "vouchergate_api_key_reloads_total", "result", "loaded"); got < 2 || got > 3 {
+		t.Errorf("reloads loaded: %v; want 2 or 3 (the watched change, the third file)", got)
+	}
+	if got := m.Value(t, "vouchergate_api_key_reloads_total", "result", "refused"); got < 1 {
+		t.Errorf("reloads refused: %v; want the bad file counted", got)
+	}
+	if got := m.Value(t, "vouchergate_api_keys"); got != 1 {
+		t.Errorf("keys loaded: %v; want 1", got)
+	}
+}
+
+// A keys file that is missing or does not parse stops the backend at start, naming the
+// variable: it must not serve with keys other than the operator wrote.
+func TestABadKeysFileStopsTheStart(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	backendtest.WriteFile(t, bad, "keys:\n  - name: a\n    sha256: abc\n    scopes: [read]\n")
+	for _, path := range []string{bad, filepath.Join(dir, "missing.yaml")} {
+		cfg := backendtest.Config(t)
+		cfg.APIKeysFile = path
+		a, err := app.New(context.Background(), cfg)
+		if err == nil {
+			a.Close()
+			t.Errorf("%s: the backend started", path)
+			continue
+		}
+		if !strings.Contains(err.Error(), "VG_API_KEYS_FILE") {
+			t.Errorf("%s: error %q does not name VG_API_KEYS_FILE", path, err)
+		}
+	}
 }
 
 // The backend command reloads its keys on SIGHUP (and survives it), and writes no key to its
@@ -284,10 +318,15 @@ func TestBackendCommandReloadsKeysOnSIGHUP(t *testing.T) {
 	}
 }
 
-// Without VG_API_KEYS_FILE the public routes answer without a key, as before.
+// Without VG_API_KEYS_FILE the public routes answer without a key, as before, and the backend
+// command says so in one line at start.
 func TestNoKeysFileNeedsNoKey(t *testing.T) {
 	b := backendtest.Start(t, backendtest.Config(t))
 	if st, code, _ := (keyed{method: "GET", uri: "/vouchers/NONE/state"}).send(t, b); st != 200 {
 		t.Errorf("state without keys configured: %d %s; want 200", st, code)
+	}
+	p := backendtest.StartProcess(t, backendtest.Config(t))
+	if n := strings.Count(p.Output(), "VG_API_KEYS_FILE is not set"); n != 1 {
+		t.Errorf("the backend command warned %d times that no keys are needed; want once:\n%s", n, p.Output())
 	}
 }
