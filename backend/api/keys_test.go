@@ -221,7 +221,7 @@ func TestKeysRotateWithoutRestart(t *testing.T) {
 		t.Errorf("old key after rotation: %d; want 401", st)
 	}
 
-	backendtest.WriteFile(t, path, "keys: [{name: broken\n")
+	testkit.ReplaceFile(t, path, "keys: [{name: broken\n")
 	if err := b.App.ReloadKeys(); err == nil {
 		t.Error("ReloadKeys of a bad file: no error")
 	}
@@ -258,7 +258,7 @@ func TestKeysRotateWithoutRestart(t *testing.T) {
 func TestABadKeysFileStopsTheStart(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
-	backendtest.WriteFile(t, bad, "keys:\n  - name: a\n    sha256: abc\n    scopes: [read]\n")
+	testkit.ReplaceFile(t, bad, "keys:\n  - name: a\n    sha256: abc\n    scopes: [read]\n")
 	for _, path := range []string{bad, filepath.Join(dir, "missing.yaml")} {
 		cfg := backendtest.Config(t)
 		cfg.APIKeysFile = path

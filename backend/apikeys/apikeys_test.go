@@ -72,21 +72,9 @@ func TestLookup(t *testing.T) {
 	}
 }
 
-// writeKeys writes a keys file, replacing it by a rename as an operator's tool would.
-func writeKeys(t *testing.T, path, content string) {
-	t.Helper()
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestKeyringReloads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.yaml")
-	writeKeys(t, path, "keys:\n"+entry("old", "k-old", "reserve"))
+	testkit.ReplaceFile(t, path, "keys:\n"+entry("old", "k-old", "reserve"))
 	if _, err := apikeys.Open(filepath.Join(t.TempDir(), "none.yaml"), testkit.QuietLog, nil); err == nil {
 		t.Fatal("Open of a missing file succeeded")
 	}
@@ -99,11 +87,11 @@ func TestKeyringReloads(t *testing.T) {
 	if err := k.Poll(); err != nil || !has("k-old") {
 		t.Fatalf("unchanged file: %v, old key %v", err, has("k-old"))
 	}
-	writeKeys(t, path, "keys:\n"+entry("new", "k-new", "reserve"))
+	testkit.ReplaceFile(t, path, "keys:\n"+entry("new", "k-new", "reserve"))
 	if err := k.Poll(); err != nil || !has("k-new") || has("k-old") {
 		t.Fatalf("rotated file: %v; new key %v, old key %v", err, has("k-new"), has("k-old"))
 	}
-	writeKeys(t, path, "keys: [oops\n")
+	testkit.ReplaceFile(t, path, "keys: [oops\n")
 	if err := k.Poll(); err == nil || !has("k-new") {
 		t.Fatalf("bad file: %v; the keys before must stay (new key %v)", err, has("k-new"))
 	}
@@ -117,7 +105,7 @@ func TestKeyringReloads(t *testing.T) {
 	if err := k.Poll(); err == nil || !has("k-new") {
 		t.Fatalf("missing file: %v; new key %v", err, has("k-new"))
 	}
-	writeKeys(t, path, "keys:\n"+entry("third", "k3", "read"))
+	testkit.ReplaceFile(t, path, "keys:\n"+entry("third", "k3", "read"))
 	if err := k.Reload(); err != nil || !has("k3") || has("k-new") {
 		t.Fatalf("Reload: %v; k3 %v, k-new %v", err, has("k3"), has("k-new"))
 	}
@@ -125,14 +113,14 @@ func TestKeyringReloads(t *testing.T) {
 
 func TestWatchSeesAChangedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.yaml")
-	writeKeys(t, path, "keys:\n"+entry("old", "k-old", "reserve"))
+	testkit.ReplaceFile(t, path, "keys:\n"+entry("old", "k-old", "reserve"))
 	k, err := apikeys.Open(path, testkit.QuietLog, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := k.Watch(ctx, 10*time.Millisecond)
-	writeKeys(t, path, "keys:\n"+entry("new", "k-new", "reserve"))
+	testkit.ReplaceFile(t, path, "keys:\n"+entry("new", "k-new", "reserve"))
 	testkit.Eventually(t, "the watched file's new key", func() bool { _, ok := k.Lookup([]byte("k-new")); return ok })
 	cancel()
 	<-done
