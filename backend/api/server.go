@@ -137,7 +137,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) string {
 		ctx.Response.Header.Set("Allow", strings.Join(allowed, ", "))
 		respondError(ctx, fasthttp.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "use "+strings.Join(allowed, " or "))
 		return routeBadMethod
-	case !s.permit(ctx, e, &p):
+	case !s.permit(ctx, e, &p): // refused for its service API key or X-VG-Subject, answered by permit
 	case len(ctx.PostBody()) > s.opts.MaxBodyBytes:
 		// HTTPServer refuses these before they get here; a caller of Handle may not
 		s.tooLarge(ctx)
