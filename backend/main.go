@@ -39,11 +39,17 @@ func run() error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- a.ListenAndServe() }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // reload the service API keys
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			stop() // a second signal ends the process at once
+			return a.Close()
+		case <-hup:
+			_ = a.ReloadKeys() // a failure is logged; the keys before stay
+		}
 	}
-	stop() // a second signal ends the process at once
-	return a.Close()
 }

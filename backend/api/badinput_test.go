@@ -98,13 +98,18 @@ func TestBadInput(t *testing.T) {
 	sameRedis(t, before, readRedis(t, b, "BAD"))
 }
 
-// The admin API needs the bearer token, and is off without one configured.
+// The admin API needs the bearer token, and is off without one configured. A wrong token of the
+// token's own length is refused like any other (the comparison is subtle.ConstantTimeCompare,
+// whose time does not depend on where the bytes differ).
 func TestAdminAuthorization(t *testing.T) {
 	b := backendtest.Start(t, backendtest.Config(t))
+	sameLength := strings.Repeat("x", len(backendtest.Token))
+	lastByte := backendtest.Token[:len(backendtest.Token)-1] + "X"
 	for _, c := range []struct {
 		header string
 		status int
-	}{{"", 401}, {"Bearer wrong", 401}, {"Basic " + backendtest.Token, 401}, {"Bearer " + backendtest.Token, 404}} {
+	}{{"", 401}, {"Bearer wrong", 401}, {"Basic " + backendtest.Token, 401}, {"Bearer " + sameLength, 401},
+		{"Bearer " + lastByte, 401}, {"Bearer " + backendtest.Token + "x", 401}, {"Bearer " + backendtest.Token, 404}} {
 		status, body := b.DoWithHeader(t, "GET", "/admin/vouchers/NONE", "Authorization", c.header)
 		if status != c.status {
 			t.Errorf("Authorization %q: %d %s; want %d", c.header, status, body, c.status)

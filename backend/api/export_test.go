@@ -5,6 +5,7 @@ import (
 
 	gojson "github.com/goccy/go-json"
 
+	"vouchergate/backend/apikeys"
 	"vouchergate/shared/wire"
 )
 
@@ -27,4 +28,14 @@ var DeductReaders = []struct {
 // UseDeductReader makes s read deduct bodies with read.
 func UseDeductReader(s *Server, read func([]byte, *wire.QuotaDeductRequest) error) {
 	s.readDeduct = read
+}
+
+// ScopesOf returns the scopes a service API key needs for the route e (none: no key).
+func ScopesOf(e Endpoint) apikeys.Scope {
+	for _, r := range endpoints {
+		if r.Endpoint == e {
+			return r.scopes
+		}
+	}
+	panic("no route " + e.Method + " " + e.Path)
 }

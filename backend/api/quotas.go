@@ -16,10 +16,13 @@ import (
 // deduct answers POST /quotas/deduct: 200 wire.QuotaDeductResponse (also to every retry of
 // the idemKey), 409 wire.QuotaExceeded, 409 QUOTA_ROLLED_BACK or IDEMPOTENCY_KEY_REUSED,
 // 400, 413, 503 (outcome may be unknown: retry with the same idemKey or roll back).
-func (s *Server) deduct(ctx *fasthttp.RequestCtx) {
+func (s *Server) deduct(ctx *fasthttp.RequestCtx, subject string) {
 	req, items, err := decodeDeduct(ctx.PostBody(), s.readDeduct)
 	if err != nil {
 		badRequest(ctx, err)
+		return
+	}
+	if !s.subjectMayDeduct(ctx, subject, items) {
 		return
 	}
 	res, err := s.quotas.Deduct(context.Background(), req.BizID, req.IdemKey, items)
@@ -36,10 +39,13 @@ func (s *Server) deduct(ctx *fasthttp.RequestCtx) {
 
 // rollback answers POST /quotas/rollback: 200 wire.QuotaRollbackResponse saying what this call
 // gave back (nothing for an unknown or already rolled back idemKey), 400, 413, 503.
-func (s *Server) rollback(ctx *fasthttp.RequestCtx) {
+func (s *Server) rollback(ctx *fasthttp.RequestCtx, subject string) {
 	var req wire.QuotaRollbackRequest
 	if err := decodeJSON(ctx.PostBody(), &req, strict); err != nil {
 		badRequest(ctx, err)
+		return
+	}
+	if !s.subjectMayRollback(ctx, subject, req.BizID, req.IdemKey) {
 		return
 	}
 	res, err := s.quotas.Rollback(context.Background(), req.BizID, req.IdemKey)
@@ -59,7 +65,7 @@ func (s *Server) rollback(ctx *fasthttp.RequestCtx) {
 // repeat, or be left out for the counters of every rule that names its dimension): 200
 // wire.QuotaUsageResponse, 400, 503. Values are URL-decoded, so a phone number's '+' must be
 // sent as %2B.
-func (s *Server) usage(ctx *fasthttp.RequestCtx) {
+func (s *Server) usage(ctx *fasthttp.RequestCtx, subject string) {
 	q := ctx.QueryArgs()
 	bizID, err := positiveInt("bizId", q.Peek("bizId"))
 	if err != nil {
@@ -74,6 +80,9 @@ func (s *Server) usage(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	typ, identity := string(q.Peek("identityType")), string(q.Peek("identity"))
+	if !s.subjectMayRead(ctx, subject, typ, identity) {
+		return
+	}
 	cs, err := s.quotas.Usage(context.Background(), bizID, typ, identity, dims)
 	if err != nil {
 		s.respondOutcome(ctx, err)

@@ -11,16 +11,19 @@ import (
 	"vouchergate/shared/wire"
 )
 
-func (s *Server) reserve(ctx *fasthttp.RequestCtx, code string) {
+func (s *Server) reserve(ctx *fasthttp.RequestCtx, p params) {
 	req, err := decodeReserve(ctx.PostBody())
 	if err != nil {
 		badRequest(ctx, err)
 		return
 	}
+	if !s.subjectMayReserve(ctx, p.subject, string(req.CustomerID)) {
+		return
+	}
 	c, cancel := s.context()
 	defer cancel()
 	r, err := s.vouchers.Reserve(c, voucher.Request{
-		Code: code, CustomerID: string(req.CustomerID), OrderID: req.OrderID, OrderAmount: *req.OrderAmount,
+		Code: p.code, CustomerID: string(req.CustomerID), OrderID: req.OrderID, OrderAmount: *req.OrderAmount,
 	})
 	if err != nil {
 		s.respondOutcome(ctx, err)
@@ -29,24 +32,27 @@ func (s *Server) reserve(ctx *fasthttp.RequestCtx, code string) {
 	respondJSON(ctx, fasthttp.StatusCreated, wire.ReserveResponse{OrderID: r.OrderID, DiscountAmount: r.DiscountAmount})
 }
 
-func (s *Server) confirm(ctx *fasthttp.RequestCtx, code, orderID string) {
-	s.changeReservation(ctx, code, orderID, s.vouchers.Confirm)
+func (s *Server) confirm(ctx *fasthttp.RequestCtx, p params) {
+	s.changeReservation(ctx, p, s.vouchers.Confirm)
 }
 
-func (s *Server) release(ctx *fasthttp.RequestCtx, code, orderID string) {
-	s.changeReservation(ctx, code, orderID, s.vouchers.Release)
+func (s *Server) release(ctx *fasthttp.RequestCtx, p params) {
+	s.changeReservation(ctx, p, s.vouchers.Release)
 }
 
 // changeReservation confirms or releases (change) the order's reservation and answers its
-// status.
-func (s *Server) changeReservation(ctx *fasthttp.RequestCtx, code, orderID string,
+// status; for a subject, only its own order's (subject.go).
+func (s *Server) changeReservation(ctx *fasthttp.RequestCtx, p params,
 	change func(ctx context.Context, code, orderID string) (voucher.Redemption, error)) {
-	if !checkOrderID(ctx, orderID) {
+	if !checkOrderID(ctx, p.order) {
 		return
 	}
 	c, cancel := s.context()
 	defer cancel()
-	r, err := change(c, code, orderID)
+	if !s.subjectOwnsOrder(c, ctx, p.subject, p.code, p.order) {
+		return
+	}
+	r, err := change(c, p.code, p.order)
 	if err != nil {
 		s.respondOutcome(ctx, err)
 		return

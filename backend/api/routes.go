@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"vouchergate/backend/apikeys"
 )
 
 // Endpoint is one route the server serves: its method and its path, whose {name} segments are
@@ -19,16 +21,21 @@ type endpoint struct {
 	name    string
 	parts   []string // Path split at '/', without the leading ""
 	hasCode bool     // the path has a {code}, checked before the handler runs
+	// scopes are those of which a service API key needs one to call the route (keys.go); none:
+	// the route needs no key (probes, metrics, and /admin, which has its own token).
+	scopes apikeys.Scope
 	// on reports whether the route is served by this server (its service configured).
 	on     func(s *Server) bool
 	handle func(s *Server, ctx *fasthttp.RequestCtx, p params)
 }
 
-// params are the path's parameters: {code}, {orderId}, {id}.
+// params are the path's parameters: {code}, {orderId}, {id}; and the end user the request
+// acts for, when a trusted edge names one (subject.go).
 type params struct {
-	code  string // a valid voucher code: the route checked it
-	order string
-	id    []byte
+	code    string // a valid voucher code: the route checked it
+	order   string
+	id      []byte
+	subject string // "" when none
 }
 
 func vouchersOn(s *Server) bool { return s.vouchers != nil }
@@ -37,8 +44,8 @@ func jobsOn(s *Server) bool     { return s.opts.Jobs != nil }
 func metricsOn(s *Server) bool  { return s.metrics != nil }
 func always(*Server) bool       { return true }
 
-// endpoints is every route, the one place the API's paths are written. /admin paths are
-// authorized before they are routed.
+// endpoints is every route, the one place the API's paths are written, with the scopes a service
+// API key needs for it. /admin paths are authorized by the admin token before they are routed.
 var endpoints = routeTable([]endpoint{
 	{Endpoint: Endpoint{"GET", "/healthz"}, name: "healthz", on: always,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) {
@@ -49,21 +56,21 @@ var endpoints = routeTable([]endpoint{
 	{Endpoint: Endpoint{"GET", "/metrics"}, name: "metrics", on: metricsOn,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.metrics(ctx) }},
 
-	{Endpoint: Endpoint{"POST", "/vouchers/{code}/reservations"}, name: "reserve", on: vouchersOn,
-		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.reserve(ctx, p.code) }},
-	{Endpoint: Endpoint{"POST", "/vouchers/{code}/reservations/{orderId}/confirm"}, name: "confirm", on: vouchersOn,
-		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.confirm(ctx, p.code, p.order) }},
-	{Endpoint: Endpoint{"DELETE", "/vouchers/{code}/reservations/{orderId}"}, name: "release", on: vouchersOn,
-		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.release(ctx, p.code, p.order) }},
-	{Endpoint: Endpoint{"GET", "/vouchers/{code}/state"}, name: "state", on: vouchersOn,
+	{Endpoint: Endpoint{"POST", "/vouchers/{code}/reservations"}, name: "reserve", on: vouchersOn, scopes: apikeys.Reserve,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.reserve(ctx, p) }},
+	{Endpoint: Endpoint{"POST", "/vouchers/{code}/reservations/{orderId}/confirm"}, name: "confirm", on: vouchersOn, scopes: apikeys.Reserve,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.confirm(ctx, p) }},
+	{Endpoint: Endpoint{"DELETE", "/vouchers/{code}/reservations/{orderId}"}, name: "release", on: vouchersOn, scopes: apikeys.Reserve,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.release(ctx, p) }},
+	{Endpoint: Endpoint{"GET", "/vouchers/{code}/state"}, name: "state", on: vouchersOn, scopes: apikeys.Read,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.state(ctx, p.code) }},
 
-	{Endpoint: Endpoint{"POST", "/quotas/deduct"}, name: "quota_deduct", on: quotasOn,
-		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.deduct(ctx) }},
-	{Endpoint: Endpoint{"POST", "/quotas/rollback"}, name: "quota_rollback", on: quotasOn,
-		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.rollback(ctx) }},
-	{Endpoint: Endpoint{"GET", "/quotas/usage"}, name: "quota_usage", on: quotasOn,
-		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.usage(ctx) }},
+	{Endpoint: Endpoint{"POST", "/quotas/deduct"}, name: "quota_deduct", on: quotasOn, scopes: apikeys.Quota,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.deduct(ctx, p.subject) }},
+	{Endpoint: Endpoint{"POST", "/quotas/rollback"}, name: "quota_rollback", on: quotasOn, scopes: apikeys.Quota,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.rollback(ctx, p.subject) }},
+	{Endpoint: Endpoint{"GET", "/quotas/usage"}, name: "quota_usage", on: quotasOn, scopes: apikeys.Quota | apikeys.Read,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.usage(ctx, p.subject) }},
 
 	{Endpoint: Endpoint{"POST", "/admin/vouchers"}, name: "admin_create_voucher", on: vouchersOn,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.createVoucher(ctx) }},

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"vouchergate/backend/apikeys"
 	"vouchergate/backend/quota"
 	"vouchergate/backend/voucher"
 	"vouchergate/shared/httplog"
@@ -32,6 +33,7 @@ type Options struct {
 	Vouchers       *voucher.Service      // nil: voucher paths answer 404
 	Quotas         *quota.Service        // nil: quota paths answer 404
 	AdminToken     string                // empty: the admin API answers 403
+	Keys           *apikeys.Keyring      // the service API keys public routes need (keys.go); nil: none needed
 	RequestTimeout time.Duration         // bound on one voucher request's work (5s)
 	DBTimeout      time.Duration         // bound on a quota rule call's PostgreSQL work (2s)
 	MaxBodyBytes   int                   // larger bodies get 413 PAYLOAD_TOO_LARGE (8192)
@@ -51,6 +53,7 @@ type Server struct {
 	log      *slog.Logger
 	metrics  fasthttp.RequestHandler
 	counts   httpMetrics
+	refusals keyRefusals
 	// readDeduct reads a deduct body: readDeduct, or encoding/json where a benchmark compares.
 	readDeduct func([]byte, *wire.QuotaDeductRequest) error
 	draining   atomic.Bool // Drain was called
@@ -71,7 +74,7 @@ func New(opts Options) *Server {
 		opts.Log = slog.Default()
 	}
 	s := &Server{vouchers: opts.Vouchers, quotas: opts.Quotas, opts: opts, log: opts.Log, readDeduct: readDeduct,
-		counts: newHTTPMetrics(opts.Registerer)}
+		counts: newHTTPMetrics(opts.Registerer), refusals: newKeyRefusals(opts.Registerer)}
 	if opts.Metrics != nil {
 		s.metrics = metrics.Handler(opts.Metrics)
 	}
@@ -113,7 +116,8 @@ func (s *Server) context() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), s.opts.RequestTimeout)
 }
 
-// Handle routes a request (routes.go) and counts it under its route (metrics.go).
+// Handle routes a request (routes.go), checks its service API key (keys.go) and counts it under
+// its route (metrics.go).
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	name := s.serve(ctx)
@@ -139,6 +143,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) string {
 		ctx.Response.Header.Set("Allow", strings.Join(allowed, ", "))
 		respondError(ctx, fasthttp.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "use "+strings.Join(allowed, " or "))
 		return routeBadMethod
+	case !s.permit(ctx, e, &p): // refused for its service API key or X-VG-Subject, answered by permit
 	case len(ctx.PostBody()) > s.opts.MaxBodyBytes:
 		// HTTPServer refuses these before they get here; a caller of Handle may not
 		s.tooLarge(ctx)

@@ -19,6 +19,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/backend/api"
+	"vouchergate/backend/apikeys"
 	"vouchergate/backend/gate"
 	"vouchergate/backend/jobs"
 	"vouchergate/backend/notify"
@@ -45,7 +46,8 @@ type App struct {
 	Quotas  *quota.Service
 	Jobs    *jobs.Jobs
 	Metrics *prometheus.Registry
-	API     *api.Server // the HTTP API; tests call its Handle in memory
+	API     *api.Server      // the HTTP API; tests call its Handle in memory
+	Keys    *apikeys.Keyring // the service API keys; nil when VG_API_KEYS_FILE is not set (keys.go)
 
 	notifier *notify.Notifier
 	http     *fasthttp.Server
@@ -87,6 +89,9 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 
 	var err error
 	a.Metrics = prometheus.NewRegistry() // what /metrics serves (observe.go, the services, the jobs)
+	if err := a.openKeys(); err != nil {
+		return nil, err
+	}
 	if a.Pool, err = store.OpenTraced(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns), newPostgresCalls(a.Metrics)); err != nil {
 		return nil, err
 	}
@@ -115,7 +120,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	if a.Quotas, err = quota.New(ctx, qcfg); err != nil {
 		return nil, fmt.Errorf("start backend: %w", err)
 	}
-	a.API = api.New(api.Options{Vouchers: a.Vouchers, Quotas: a.Quotas, AdminToken: cfg.AdminToken,
+	a.API = api.New(api.Options{Vouchers: a.Vouchers, Quotas: a.Quotas, AdminToken: cfg.AdminToken, Keys: a.Keys,
 		RequestTimeout: cfg.RequestTimeout, DBTimeout: cfg.DBTimeout, MaxBodyBytes: cfg.MaxBodyBytes,
 		Jobs: a.Jobs, Metrics: a.Metrics, Registerer: a.Metrics, Probes: probes, Log: a.log,
 		ReadBufferSize: config.HeaderLimit(cfg.MaxHeaderBytes).Forwarded()})
@@ -123,6 +128,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	jobsCtx, stop := context.WithCancel(context.Background())
 	a.stop = stop
 	a.jobsDone = a.Jobs.Run(jobsCtx)
+	a.watchKeys(jobsCtx)
 	ok = true
 	return a, nil
 }

@@ -97,16 +97,29 @@ func Start(t testing.TB, cfg config.Backend, opts ...app.Option) *Backend {
 // Do sends a request with a JSON body (nil for none) and returns the status and body.
 // Admin paths get the bearer token. Safe for concurrent use.
 func (b *Backend) Do(t testing.TB, method, path string, body any) (int, []byte) {
-	return b.do(t, method, path, body, nil)
+	return b.do(t, method, path, body, nil, nil)
 }
 
 // DoWithHeader sends a request without a body, with one header set as given (replacing the
 // admin token on admin paths).
 func (b *Backend) DoWithHeader(t testing.TB, method, path, name, value string) (int, []byte) {
-	return b.do(t, method, path, nil, func(req *fasthttp.Request) { req.Header.Set(name, value) })
+	return b.do(t, method, path, nil, func(req *fasthttp.Request) { req.Header.Set(name, value) }, nil)
 }
 
-func (b *Backend) do(t testing.TB, method, path string, body any, edit func(*fasthttp.Request)) (int, []byte) {
+// DoWithHeaders sends a request with a JSON body (nil for none) and the headers given, set last
+// (an Authorization among them replaces the admin token), and returns the status, the body and
+// the answer's headers.
+func (b *Backend) DoWithHeaders(t testing.TB, method, path string, body any, headers map[string]string) (int, []byte, *fasthttp.ResponseHeader) {
+	var h fasthttp.ResponseHeader
+	status, got := b.do(t, method, path, body, func(req *fasthttp.Request) {
+		for name, value := range headers {
+			req.Header.Set(name, value)
+		}
+	}, &h)
+	return status, got, &h
+}
+
+func (b *Backend) do(t testing.TB, method, path string, body any, edit func(*fasthttp.Request), hdr *fasthttp.ResponseHeader) (int, []byte) {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -137,6 +150,9 @@ func (b *Backend) do(t testing.TB, method, path string, body any, edit func(*fas
 	if err := b.client.DoTimeout(req, resp, 60*time.Second); err != nil {
 		t.Errorf("%s %s: %v", method, path, err)
 		return 0, nil
+	}
+	if hdr != nil {
+		resp.Header.CopyTo(hdr)
 	}
 	return resp.StatusCode(), append([]byte(nil), resp.Body()...)
 }

@@ -227,3 +227,16 @@ func (p *Process) Output() string {
 	}
 	return string(b)
 }
+
+// Signal sends sig to the running process (the one this Process started, by its pid).
+func (p *Process) Signal(sig os.Signal) {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		p.t.Fatal("signal: the backend process is not running")
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("signal backend pid %d: %v", cmd.Process.Pid, err)
+	}
+}

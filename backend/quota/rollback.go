@@ -106,3 +106,36 @@ func (s *Service) rollbackIdentity(ctx context.Context, base, idemKey string) ([
 	}
 	return nil, fmt.Errorf("record of %s keeps changing", idemKey)
 }
+
+// Noted is an identity a deduct of an idemKey noted, whose steps a rollback would give back.
+type Noted struct {
+	IdentityType string
+	Identity     string
+}
+
+// Noted returns the identities the deducts of idemKey noted so far (quota_register.lua), without
+// changing anything: what a rollback called now would give back to. None for an unknown idemKey.
+// A deduct of the same idemKey running meanwhile may note more.
+//
+// Errors: ErrInvalid, ErrUnavailable.
+func (s *Service) Noted(ctx context.Context, bizID int64, idemKey string) ([]Noted, error) {
+	if bizID <= 0 {
+		return nil, invalid("bizId must be a positive integer")
+	}
+	if err := checkID("idemKey", idemKey, wire.MaxIdemKeyLen); err != nil {
+		return nil, err
+	}
+	fields, err := s.scripts.rdb.HKeys(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey)).Result()
+	if err != nil {
+		s.metrics.unavailable.Add(1)
+		return nil, unavailable("read the identities of "+idemKey, err)
+	}
+	var out []Noted
+	for _, f := range fields {
+		// the other fields ('!', 'gen', 'ok') hold no ':' (quota_close.lua skips them the same way)
+		if typ, identity, ok := strings.Cut(f, ":"); ok {
+			out = append(out, Noted{IdentityType: typ, Identity: identity})
+		}
+	}
+	return out, nil
+}

@@ -46,3 +46,16 @@ func (s *Service) ReleaseInGate(code, orderID string) {
 		s.cfg.Log.Warn("release in redis failed; the reconciler will release it", "code", code, "order", orderID, "err", err)
 	}
 }
+
+// Redemption reads the order's redemption of the voucher code, as it stands: who holds it and
+// in which status. ErrReservationNotFound when the order has none of this voucher.
+func (s *Service) Redemption(ctx context.Context, code, orderID string) (Redemption, error) {
+	r, err := s.store.Redemption(ctx, orderID)
+	if err == nil && r.VoucherCode != code {
+		err = ErrReservationNotFound
+	}
+	if err != nil {
+		return Redemption{}, s.unavailable(err, "read redemption %s/%s", code, orderID)
+	}
+	return r, nil
+}

@@ -16,6 +16,9 @@ type Backend struct {
 	NATSURL           string        `env:"VG_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
 	NATSPrefix        string        `env:"VG_NATS_PREFIX" envDefault:"vouchergate"`
 	AdminToken        string        `env:"VG_ADMIN_TOKEN"`
+	// APIKeysFile names a YAML file of the service API keys that may call the public endpoints,
+	// each stored as its SHA-256 with its scopes (backend/apikeys). Empty: no key is needed.
+	APIKeysFile       string        `env:"VG_API_KEYS_FILE"`
 	HoldTTL           time.Duration `env:"VG_HOLD_TTL" envDefault:"15m"`
 	RequestTimeout    time.Duration `env:"VG_REQUEST_TIMEOUT" envDefault:"5s"`
 	DBTimeout         time.Duration `env:"VG_DB_TIMEOUT" envDefault:"2s"`

@@ -1,0 +1,165 @@
+package api_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"vouchergate/backend/backendtest"
+	"vouchergate/shared/wire"
+)
+
+// X-VG-Subject is trusted only from a key with scope edge: from another key, or with no keys
+// configured, the request is refused whole (403) and changes nothing.
+func TestSubjectFromANonEdgeKeyIsNotTrusted(t *testing.T) {
+	b, _ := startWithKeys(t, testKeys...)
+	b.CreateVoucher(t, backendtest.Voucher{Code: "SUBJ", Discount: 100, TotalLimit: 10})
+	reserve := keyed{method: "POST", uri: "/vouchers/SUBJ/reservations", body: `{"customerId":"alice","orderId":"o-a","orderAmount":100}`,
+		secret: secretReserve, subject: "alice"}
+	if st, code, _ := reserve.send(t, b); st != 403 || code != "FORBIDDEN" {
+		t.Errorf("a subject from a reserve-only key: %d %s; want 403 FORBIDDEN", st, code)
+	}
+	if st, _ := b.Do(t, "POST", "/vouchers/SUBJ/reservations/o-a/confirm", nil); st != 401 {
+		t.Fatalf("confirm without a key: %d", st)
+	}
+	if got := redemptionStatus(t, b, "SUBJ", "o-a"); got != "" {
+		t.Errorf("the refused reservation was made: %s", got)
+	}
+
+	open := backendtest.Start(t, backendtest.Config(t))
+	open.CreateVoucher(t, backendtest.Voucher{Code: "SUBJ", Discount: 100, TotalLimit: 10})
+	reserve.secret = ""
+	if st, code, _ := reserve.send(t, open); st != 403 || code != "FORBIDDEN" {
+		t.Errorf("a subject with no keys configured: %d %s; want 403 FORBIDDEN", st, code)
+	}
+}
+
+// redemptionStatus reads the order's status through the admin list ("" when it has none).
+func redemptionStatus(t *testing.T, b *backendtest.Backend, code, order string) string {
+	t.Helper()
+	st, body := b.Do(t, "GET", "/admin/vouchers/"+code+"/redemptions?limit=100", nil)
+	if st != 200 {
+		t.Fatalf("list redemptions: %d %s", st, body)
+	}
+	var page wire.RedemptionPage
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatalf("redemptions %s: %v", body, err)
+	}
+	for _, r := range page.Redemptions {
+		if r.OrderID == order {
+			return r.Status
+		}
+	}
+	return ""
+}
+
+// From the edge, a subject reserves only for itself and confirms or releases only its own
+// order; a buyer cannot release another buyer's reservation. Without a subject the edge's key
+// acts for anyone, as a service does.
+func TestSubjectActsOnlyOnItsOwnOrders(t *testing.T) {
+	b, _ := startWithKeys(t, testKeys...)
+	for _, flash := range []bool{false, true} {
+		code := "OWN"
+		if flash {
+			code = "OWNFLASH"
+		}
+		b.CreateVoucher(t, backendtest.Voucher{Code: code, Discount: 100, TotalLimit: 10, FlashSale: flash})
+		base := "/vouchers/" + code + "/reservations"
+		asEdge := func(method, uri, body, subject string) (int, string) {
+			st, c, _ := (keyed{method: method, uri: uri, body: body, secret: secretEdge, subject: subject}).send(t, b)
+			return st, c
+		}
+
+		if st, c := asEdge("POST", base, `{"customerId":"alice","orderId":"`+code+`-a","orderAmount":100}`, "bob"); st != 403 || c != "FORBIDDEN" {
+			t.Errorf("%s: bob reserving for alice: %d %s; want 403", code, st, c)
+		}
+		if st, c := asEdge("POST", base, `{"customerId":"alice","orderId":"`+code+`-a","orderAmount":100}`, "alice"); st != 201 {
+			t.Fatalf("%s: alice reserving for herself: %d %s", code, st, c)
+		}
+		if st, c := asEdge("POST", base, `{"customerId":"bob","orderId":"`+code+`-b","orderAmount":100}`, ""); st != 201 {
+			t.Fatalf("%s: the edge reserving for bob without a subject: %d %s", code, st, c)
+		}
+
+		for _, r := range []struct{ method, uri string }{
+			{"POST", base + "/" + code + "-a/confirm"}, {"DELETE", base + "/" + code + "-a"},
+		} {
+			if st, c := asEdge(r.method, r.uri, "", "bob"); st != 403 || c != "FORBIDDEN" {
+				t.Errorf("%s: bob: %s %s: %d %s; want 403", code, r.method, r.uri, st, c)
+			}
+		}
+		if got := redemptionStatus(t, b, code, code+"-a"); got != wire.StatusReserved {
+			t.Errorf("%s: alice's order after bob's tries: %s; want RESERVED", code, got)
+		}
+		if st, c := asEdge("DELETE", base+"/"+code+"-a", "", "alice"); st != 200 {
+			t.Errorf("%s: alice releasing her order: %d %s", code, st, c)
+		}
+		if st, c := asEdge("POST", base+"/"+code+"-b/confirm", "", "bob"); st != 200 {
+			t.Errorf("%s: bob confirming his order: %d %s", code, st, c)
+		}
+		// an order that does not exist is not found for a subject, as without one
+		if st, c := asEdge("POST", base+"/"+code+"-none/confirm", "", "bob"); st != 404 || c != wire.CodeReservationNotFound {
+			t.Errorf("%s: confirming no order: %d %s; want 404", code, st, c)
+		}
+		if got := redemptionStatus(t, b, code, code+"-a"); got != wire.StatusReleased {
+			t.Errorf("%s: alice's order: %s; want RELEASED", code, got)
+		}
+	}
+}
+
+// From the edge, a subject deducts only its own USER identity's quota (other identity types
+// are not the subject's to match), rolls back only an idemKey whose USER identities are its own,
+// and reads only its own USER usage.
+func TestSubjectDeductsAndRollsBackOnlyItsOwnQuota(t *testing.T) {
+	b, _ := startWithKeys(t, testKeys...)
+	if st, body := b.Do(t, "POST", "/admin/quota-rules", dayRule); st != 201 {
+		t.Fatalf("rule: %d %s", st, body)
+	}
+	asEdge := func(method, uri, body, subject string) (int, string) {
+		st, c, _ := (keyed{method: method, uri: uri, body: body, secret: secretEdge, subject: subject}).send(t, b)
+		return st, c
+	}
+	deduct := func(idemKey, user string) string {
+		return `{"bizId":1,"idemKey":"` + idemKey + `","items":[{"identityType":"USER","identity":"` + user +
+			`","dimensions":["ITEM:1001"]},{"identityType":"DEVICE","identity":"d-1","dimensions":["ITEM:1001"]}]}`
+	}
+	if st, c := asEdge("POST", "/quotas/deduct", deduct("k-bob", "bob"), "alice"); st != 403 || c != "FORBIDDEN" {
+		t.Errorf("alice deducting bob's quota: %d %s; want 403", st, c)
+	}
+	if st, c := asEdge("POST", "/quotas/deduct", deduct("k-alice", "alice"), "alice"); st != 200 {
+		t.Fatalf("alice deducting her quota: %d %s", st, c)
+	}
+	if st, c := asEdge("POST", "/quotas/deduct", deduct("k-bob", "bob"), ""); st != 200 {
+		t.Fatalf("the edge deducting bob's quota without a subject: %d %s", st, c)
+	}
+
+	if st, c := asEdge("POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k-bob"}`, "alice"); st != 403 || c != "FORBIDDEN" {
+		t.Errorf("alice rolling back bob's deduct: %d %s; want 403", st, c)
+	}
+	usage := func(user, subject string) (int, int64) {
+		st, body, _ := b.DoWithHeaders(t, "GET", "/quotas/usage?bizId=1&identityType=USER&identity="+user+"&dimension=ITEM:1001", nil,
+			map[string]string{"X-API-Key": secretEdge, "X-VG-Subject": subject})
+		var u wire.QuotaUsageResponse
+		if st == 200 {
+			if err := json.Unmarshal(body, &u); err != nil || len(u.Counters) != 1 {
+				t.Fatalf("usage %s: %v", body, err)
+			}
+			return st, u.Counters[0].Used
+		}
+		return st, -1
+	}
+	if st, used := usage("bob", "bob"); st != 200 || used != 1 {
+		t.Errorf("bob's use after alice's rollback try: %d, used %d; want 200 and 1", st, used)
+	}
+	if st, _ := usage("bob", "alice"); st != 403 {
+		t.Errorf("alice reading bob's usage: %d; want 403", st)
+	}
+	if st, c := asEdge("POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k-alice"}`, "alice"); st != 200 {
+		t.Errorf("alice rolling back her deduct: %d %s", st, c)
+	}
+	if st, used := usage("alice", "alice"); st != 200 || used != 0 {
+		t.Errorf("alice's use after her rollback: %d, used %d; want 200 and 0", st, used)
+	}
+	// an idemKey nothing deducted with has no USER identity: nothing to give back, allowed
+	if st, c := asEdge("POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k-unknown"}`, "alice"); st != 200 {
+		t.Errorf("alice rolling back an unknown idemKey: %d %s", st, c)
+	}
+}
