@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/edge/soldout"
+	"vouchergate/edge/token"
 	"vouchergate/edge/upstream"
 	"vouchergate/shared/events"
 	"vouchergate/shared/wire"
@@ -136,6 +137,8 @@ type edgeConfig struct {
 	local     fasthttp.RequestHandler
 	slots     int           // reservations at the backends at once; 0: unbounded
 	slotWait  time.Duration // waiting for one
+	tokens    *token.Verifier
+	apiKey    string
 }
 
 func startEdge(t testing.TB, c edgeConfig) *edge {
@@ -167,7 +170,7 @@ func startEdge(t testing.TB, c edgeConfig) *edge {
 		Backends: pool, SoldOut: cache, Refresher: refresher, Local: c.local,
 		BackendTimeout: c.timeout, CheckoutTimeout: c.timeout, MaxAPIBodyBytes: c.maxAPI, MaxBodyBytes: c.maxBody,
 		MaxUpstreamHead: c.maxHeader + 1024, Log: testkit.QuietLog,
-		ReserveSlots: c.slots, ReserveWait: c.slotWait,
+		ReserveSlots: c.slots, ReserveWait: c.slotWait, Tokens: c.tokens, APIKey: c.apiKey,
 	}
 	if c.checkout != "" {
 		o.Checkout = upstream.NewClient(c.checkout, false, clientOpts)

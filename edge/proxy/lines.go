@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"net"
 
@@ -20,6 +21,8 @@ import (
 var errBareLF = errors.New("bare LF in the request header")
 
 // StrictLines wraps ln so that the edge's server (NewServer) refuses bare-LF request headers.
+// Under it, ln may be a tls.NewListener: the headers looked at are the decrypted ones, and the
+// server still sees a TLS connection (ctx.IsTLS, X-Forwarded-Proto: https).
 func StrictLines(ln net.Listener) net.Listener { return strictListener{ln} }
 
 type strictListener struct{ net.Listener }
@@ -29,8 +32,21 @@ func (l strictListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &headConn{Conn: c, inHead: true}, nil
+	h := &headConn{Conn: c, inHead: true}
+	if t, ok := c.(*tls.Conn); ok {
+		return &tlsHeadConn{headConn: h, tls: t}, nil
+	}
+	return h, nil
 }
+
+// tlsHeadConn is a headConn over TLS: it shows fasthttp the TLS connection's state.
+type tlsHeadConn struct {
+	*headConn
+	tls *tls.Conn
+}
+
+func (c *tlsHeadConn) Handshake() error                     { return c.tls.Handshake() }
+func (c *tlsHeadConn) ConnectionState() tls.ConnectionState { return c.tls.ConnectionState() }
 
 // headConn checks the header bytes of the request being read. It is used by one goroutine at a
 // time, the server's for the connection.
@@ -101,7 +117,10 @@ func (c *headConn) expectHead() {
 // connState is the server's ConnState: an idle connection reads a header next.
 func connState(c net.Conn, s fasthttp.ConnState) {
 	if s == fasthttp.StateIdle {
-		if h, ok := c.(*headConn); ok {
+		switch h := c.(type) {
+		case *headConn:
+			h.expectHead()
+		case *tlsHeadConn:
 			h.expectHead()
 		}
 	}
