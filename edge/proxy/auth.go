@@ -139,7 +139,8 @@ func (p *Proxy) quotaFor(ctx *fasthttp.RequestCtx, subject string) bool {
 
 // decodeDeduct decodes a deduct body as strictly as the backend's scanner reads it: UTF-8, one
 // object, unknown fields refused, keys matched without regard to case, the last of repeated
-// keys taken. A body the two could read differently is refused here rather than guessed at.
+// keys taken. The backend's FuzzDecodeDeductMatchesEncodingJSON holds its scanner to this same
+// strict encoding/json decode: both accept the same bodies and read the same identities.
 func decodeDeduct(body []byte) (wire.QuotaDeductRequest, bool) {
 	var req wire.QuotaDeductRequest
 	if len(bytes.TrimSpace(body)) == 0 || !utf8.Valid(body) {
