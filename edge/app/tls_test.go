@@ -13,6 +13,7 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,7 @@ func secureConfig(t *testing.T, cfg config.Edge, iss *testkit.TokenIssuer) (conf
 	cfg.TLSCertFile, cfg.TLSKeyFile = certFile, keyFile
 	cfg.JWTJWKSFile, cfg.JWTAlgs, cfg.JWTAudience, cfg.JWTIssuer, cfg.JWTLeeway = jwks, []string{"RS256", "ES256"}, iss.Audience, iss.Issuer, 30*time.Second
 	cfg.APIKey = "vg_edge_key"
+	cfg.MaxConnsPerIP, cfg.MaxClientConns = 64, 256 // the caps on, as by default
 	return cfg, roots
 }
 
@@ -148,15 +150,23 @@ func TestTLSAtTheEdge(t *testing.T) {
 		t.Errorf("/healthz over TLS: %d", status)
 	}
 
-	// The bare-LF check still looks at the (decrypted) header.
+	// The bare-LF check still looks at the (decrypted) header, of a kept-alive connection's next
+	// request too, under the per-address cap.
 	conn, err := tls.Dial("tcp", e.Addr, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(conn)
+	_, _ = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: edge\r\n\r\n")
+	if resp, err := http.ReadResponse(r, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/healthz over a raw TLS connection: %v %v", resp, err)
+	} else {
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}
 	_, _ = io.WriteString(conn, "GET /healthz HTTP/1.1\nHost: edge\n\n")
-	if line, _ := bufio.NewReader(conn).ReadString('\n'); !strings.HasPrefix(line, "HTTP/1.1 400 ") {
+	if line, _ := r.ReadString('\n'); !strings.HasPrefix(line, "HTTP/1.1 400 ") {
 		t.Errorf("bare LF over TLS: %q; want 400", line)
 	}
 

@@ -139,6 +139,7 @@ type edgeConfig struct {
 	slotWait  time.Duration // waiting for one
 	tokens    *token.Verifier
 	apiKey    string
+	perIP     int // open connections from one address; 0: no cap
 }
 
 func startEdge(t testing.TB, c edgeConfig) *edge {
@@ -176,7 +177,7 @@ func startEdge(t testing.TB, c edgeConfig) *edge {
 		o.Checkout = upstream.NewClient(c.checkout, false, clientOpts)
 	}
 	p := New(o)
-	srv := NewServer(p, ServerOptions{ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: c.maxHeader, MaxBodyBytes: c.maxBody})
+	srv := NewServer(p, ServerOptions{ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: c.maxHeader, MaxBodyBytes: c.maxBody, MaxConnsPerIP: c.perIP})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"reflect"
 
 	"github.com/valyala/fasthttp"
 )
@@ -116,12 +117,36 @@ func (c *headConn) expectHead() {
 
 // connState is the server's ConnState: an idle connection reads a header next.
 func connState(c net.Conn, s fasthttp.ConnState) {
-	if s == fasthttp.StateIdle {
-		switch h := c.(type) {
-		case *headConn:
-			h.expectHead()
-		case *tlsHeadConn:
+	if s != fasthttp.StateIdle {
+		return
+	}
+	if h, ok := c.(headReader); ok {
+		h.expectHead()
+		return
+	}
+	// With MaxConnsPerIP, fasthttp hands ConnState its own wrapper (perIPConn, unexported) whose
+	// embedded net.Conn is ours; without this, a kept-alive connection's next header would not
+	// be looked at.
+	if inner, ok := embeddedConn(c); ok {
+		if h, ok := inner.(headReader); ok {
 			h.expectHead()
 		}
 	}
+}
+
+// headReader is a connection whose next request's header is looked at (headConn, tlsHeadConn).
+type headReader interface{ expectHead() }
+
+// embeddedConn returns the net.Conn a wrapper struct embeds as its field Conn.
+func embeddedConn(c net.Conn) (net.Conn, bool) {
+	v := reflect.ValueOf(c)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	f := v.Elem().FieldByName("Conn")
+	if !f.IsValid() || !f.CanInterface() {
+		return nil, false
+	}
+	inner, ok := f.Interface().(net.Conn)
+	return inner, ok
 }
