@@ -3,8 +3,10 @@
 // to the checkout API, with bounded calls and clean headers, and answers its own /healthz and
 // /readyz.
 //
-// A request's way: route by path (routes.go) → sold-out check for reservations (soldout.go) →
-// forward (forward.go) → relay the answer, or a JSON error (answers.go).
+// A request's way: route by path (routes.go) → with shoppers' tokens on, the token and its
+// subject (auth.go) → sold-out check for reservations (soldout.go) → forward (forward.go), with
+// clean headers (headers.go) and the edge's credentials toward the backends (auth.go) → relay
+// the answer, or a JSON error (answers.go).
 package proxy
 
 import (
