@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"vouchergate/edge/listen"
 	"vouchergate/edge/proxy"
 	"vouchergate/edge/soldout"
+	"vouchergate/edge/token"
 	"vouchergate/edge/upstream"
 	"vouchergate/shared/config"
 	"vouchergate/shared/drain"
@@ -40,6 +42,8 @@ type App struct {
 	serving *drain.Server    // server, shut down without dropping a request that reached it
 	ops     *fasthttp.Server // /healthz, /readyz in full and /metrics, on cfg.OpsAddr
 	upCheck *upstream.Client // the checkout API's client, if one is configured
+	tokens  *token.Verifier  // shoppers' tokens; nil: off
+	tls     *tls.Config      // the public listener's; nil: plain HTTP
 	metrics fasthttp.RequestHandler
 	log     *slog.Logger
 	closed  atomic.Bool
@@ -74,11 +78,20 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 		}
 	}()
 
+	var err error
+	if a.tokens, err = loadTokens(cfg); err != nil {
+		return nil, err
+	}
+	if a.tls, err = loadTLS(cfg); err != nil {
+		return nil, err
+	}
+	if a.tokens != nil && cfg.APIKey == "" {
+		a.log.Warn("shoppers' tokens are checked but VG_EDGE_API_KEY is empty: backend calls carry no service key")
+	}
 	clientOpts := clientOptions(cfg)
 	a.Cache = soldout.New(soldout.Options{TTL: cfg.SoldOutTTL, RefreshAfter: cfg.SoldOutRefresh})
 	a.Pool = newPool(cfg, clientOpts, a.log)
 	a.Refresher = soldout.NewRefresher(a.Cache, a.Pool, cfg.StateEvery, cfg.BackendTimeout, a.log)
-	var err error
 	if a.Listener, err = listen.Start(listen.Options{URL: cfg.NATSURL, Names: events.Names{Prefix: cfg.NATSPrefix}}, a.Cache, a.log); err != nil {
 		return nil, err
 	}
@@ -119,6 +132,7 @@ func newPool(cfg config.Edge, clientOpts upstream.Options, log *slog.Logger) *up
 	}
 	return upstream.NewPool(addrs, tls, upstream.PoolOptions{
 		Client: clientOpts, HealthEvery: cfg.HealthEvery, HealthTimeout: cfg.HealthTimeout, HealthFalls: cfg.HealthFalls,
+		APIKey: cfg.APIKey,
 	}, log)
 }
 
@@ -133,6 +147,7 @@ func (a *App) proxyOptions(clientOpts upstream.Options) proxy.Options {
 		MaxUpstreamHead: config.HeaderLimit(cfg.MaxHeaderBytes).Forwarded(),
 		Metrics:         a.Metrics, Log: a.log,
 		ReserveSlots: cfg.ReserveSlots(), ReserveWait: cfg.ReserveWait,
+		Tokens: a.tokens, APIKey: cfg.APIKey,
 	}
 	if cfg.Upstream != "" {
 		addr, tls, _ := config.SplitUpstream(cfg.Upstream) // checked by cfg.Check
@@ -157,8 +172,13 @@ func (a *App) waitForSoldOutSet(ctx context.Context) error {
 	return nil
 }
 
-// Serve answers HTTP on ln until Close.
-func (a *App) Serve(ln net.Listener) error { return a.serving.Serve(proxy.StrictLines(ln)) }
+// Serve answers HTTP on ln until Close: HTTP/1.1 over TLS when a certificate is configured.
+func (a *App) Serve(ln net.Listener) error {
+	if a.tls != nil {
+		ln = tls.NewListener(ln, a.tls)
+	}
+	return a.serving.Serve(proxy.StrictLines(ln))
+}
 
 // ServeOps answers the ops paths (/healthz, /readyz in full, /metrics) on ln until Close.
 func (a *App) ServeOps(ln net.Listener) error { return a.ops.Serve(ln) }
@@ -166,7 +186,8 @@ func (a *App) ServeOps(ln net.Listener) error { return a.ops.Serve(ln) }
 // ListenAndServe answers HTTP on the configured address, and the ops paths on the ops address
 // if one is set, until Close.
 func (a *App) ListenAndServe() error {
-	a.log.Info("edge listening", "addr", a.Config.Addr, "ops", a.Config.OpsAddr, "backends", a.Config.Backends, "upstream", a.Config.Upstream)
+	a.log.Info("edge listening", "addr", a.Config.Addr, "tls", a.tls != nil, "ops", a.Config.OpsAddr, "backends", a.Config.Backends,
+		"upstream", a.Config.Upstream, "tokens", a.tokens != nil, "serviceKey", a.Config.APIKey != "")
 	errc := make(chan error, 2)
 	if a.Config.OpsAddr != "" {
 		ln, err := net.Listen("tcp", a.Config.OpsAddr)

@@ -56,3 +56,61 @@ func BenchmarkBareHandler(b *testing.B) {
 		ctx.SetBody(soldOutBody)
 	}
 }
+
+// granting answers every call 201, in memory: the backend of a benchmark of the edge's own work.
+type granting struct{}
+
+var grantedBody = []byte(`{"orderId":"order-0000000042","discountAmount":100}`)
+
+func (granting) Do(_ *fasthttp.Request, resp *fasthttp.Response, _ time.Time) error {
+	resp.SetStatusCode(fasthttp.StatusCreated)
+	resp.Header.SetContentType("application/json")
+	resp.SetBodyRaw(grantedBody)
+	return nil
+}
+
+// BenchmarkReservation is the edge's whole handler passing on a reservation of a voucher not
+// sold out (to a backend answering in memory), with shoppers' tokens off and on: the token's
+// verification in each algorithm, the full decode of the body and the subject check.
+func BenchmarkReservation(b *testing.B) {
+	iss := testkit.NewTokenIssuer(b)
+	body := `{"customerId":"customer-000042","orderId":"order-0000000042","orderAmount":150000}`
+	for _, alg := range []string{"off", "RS256", "ES256", "EdDSA", "HS256"} {
+		b.Run("tokens="+alg, func(b *testing.B) {
+			o := Options{Backends: granting{}, BackendTimeout: time.Second, SoldOut: soldout.New(soldout.Options{TTL: time.Hour}),
+				Refresher: askNothing{}, MaxAPIBodyBytes: 8192, Log: testkit.QuietLog, APIKey: "vg_edge_key"}
+			ctx := soldOutRequest(body)
+			if alg != "off" {
+				o.Tokens = newVerifier(b, iss)
+				ctx.Request.Header.Set("Authorization", "Bearer "+iss.Sign(b, alg, iss.Claims("customer-000042")))
+			}
+			p := New(o)
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx.Response.Reset()
+				p.Handle(ctx)
+			}
+			if ctx.Response.StatusCode() != 201 {
+				b.Fatalf("status %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+			}
+		})
+	}
+}
+
+// BenchmarkSoldOutHandlerWithTokens is BenchmarkSoldOutHandler with tokens on (RS256): the
+// sold-out answer comes after the token is verified and the body decoded in full.
+func BenchmarkSoldOutHandlerWithTokens(b *testing.B) {
+	iss := testkit.NewTokenIssuer(b)
+	p := benchProxy(b)
+	p.opts.Tokens = newVerifier(b, iss)
+	ctx := soldOutRequest(`{"customerId":"customer-000042","orderId":"late-order-0000000042","orderAmount":150000}`)
+	ctx.Request.Header.Set("Authorization", "Bearer "+iss.Sign(b, "RS256", iss.Claims("customer-000042")))
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx.Response.Reset()
+		p.Handle(ctx)
+	}
+	if ctx.Response.StatusCode() != 409 {
+		b.Fatalf("status %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+}

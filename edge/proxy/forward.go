@@ -86,10 +86,23 @@ func validRequestID(id []byte) bool {
 	return true
 }
 
-// forward sends the request to `to` within timeout and relays the answer, or a JSON 502, 503
-// or 504 when there is none. When code is set (a reservation), a 409 OUT_OF_STOCK passing
-// through asks for the voucher's holders.
-func (p *Proxy) forward(ctx *fasthttp.RequestCtx, to Doer, timeout time.Duration, code []byte) {
+// call is where a request goes and what the edge adds to it.
+type call struct {
+	to      Doer
+	timeout time.Duration
+	backend bool   // bound for a backend: the edge's credentials replace the client's (auth.go)
+	code    []byte // a reservation's voucher: a 409 OUT_OF_STOCK passing through asks for its holders
+	subject string // a verified token's subject, sent in X-VG-Subject
+}
+
+// toBackend is a call to the backend pool.
+func (p *Proxy) toBackend(code []byte, subject string) call {
+	return call{to: p.opts.Backends, timeout: p.opts.BackendTimeout, backend: true, code: code, subject: subject}
+}
+
+// forward sends the request as c says within its timeout and relays the answer, or a JSON
+// 502, 503 or 504 when there is none.
+func (p *Proxy) forward(ctx *fasthttp.RequestCtx, c call) {
 	var idBuf [64]byte
 	id := p.requestID(ctx, idBuf[:0])
 
@@ -106,13 +119,16 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, to Doer, timeout time.Duration
 	stripHopByHop(&req.Header)
 	appendForwardedFor(&req.Header, ctx.RemoteAddr())
 	req.Header.SetBytesV(headerRequestID, id)
+	if c.backend {
+		p.backendCredentials(&req.Header, c.subject)
+	}
 	if status, code, message := p.checkHeaderSize(req); status != 0 {
 		p.reject(ctx, status, code, message)
 		return
 	}
 
 	resp := &ctx.Response
-	if err := to.Do(req, resp, time.Now().Add(timeout)); err != nil {
+	if err := c.to.Do(req, resp, time.Now().Add(c.timeout)); err != nil {
 		resp.Reset()
 		status, errCode, message := upstreamFailure(err)
 		p.counts.upstreamError(status)
@@ -126,12 +142,12 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, to Doer, timeout time.Duration
 	stripHopByHop(&resp.Header)
 	resp.Header.ResetConnectionClose() // the client's connection is the server's to manage
 	resp.Header.SetBytesV(headerRequestID, id)
-	if code != nil && resp.StatusCode() == fasthttp.StatusConflict && bytes.Contains(resp.Body(), outOfStockCode) {
+	if c.code != nil && resp.StatusCode() == fasthttp.StatusConflict && bytes.Contains(resp.Body(), outOfStockCode) {
 		p.counts.learnedFrom409.Inc()
 		// With a live entry, this was an order taken for a holder (a false positive of the
 		// filter, or a released holder): the entry's own refresh keeps it current.
-		if e, _ := p.opts.SoldOut.Lookup(code, ctx.Time()); e == nil {
-			p.opts.Refresher.Ask(string(code))
+		if e, _ := p.opts.SoldOut.Lookup(c.code, ctx.Time()); e == nil {
+			p.opts.Refresher.Ask(string(c.code))
 		}
 	}
 }

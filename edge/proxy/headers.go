@@ -20,7 +20,7 @@ import (
 // edgeOwned are the headers a client may not pass on as they are: the edge sets them, or the
 // framing of the upstream request is the edge's.
 var edgeOwned = []string{
-	"X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Forwarded",
+	"X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Forwarded", HeaderSubject,
 }
 
 // lookAlikes are the names whose '_' spellings are dropped.

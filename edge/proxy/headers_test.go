@@ -102,9 +102,15 @@ func TestClientHeadersTheUpstreamMustNotTrust(t *testing.T) {
 // A request whose header ends a line with a bare LF is refused at once, however it is sent.
 // (Before: fasthttp took the request line and waited for a CRLF CRLF: 408 after the timeout.)
 func TestBareLFIsRefusedAtOnce(t *testing.T) {
+	t.Run("no cap per address", func(t *testing.T) { bareLFIsRefusedAtOnce(t, 0) })
+	// fasthttp wraps each connection in its own type then, and hands that to ConnState.
+	t.Run("capped per address", func(t *testing.T) { bareLFIsRefusedAtOnce(t, 16) })
+}
+
+func bareLFIsRefusedAtOnce(t *testing.T, perIP int) {
 	co := &checkout{}
 	coAddr, _ := testkit.ServeHTTP(t, co.handle)
-	e := startEdge(t, edgeConfig{backends: []string{"127.0.0.1:1"}, checkout: coAddr})
+	e := startEdge(t, edgeConfig{backends: []string{"127.0.0.1:1"}, checkout: coAddr, perIP: perIP})
 	for _, raw := range []string{
 		"GET /cart HTTP/1.1\nHost: shop.example\n\n",
 		"GET /cart HTTP/1.1\r\nHost: shop.example\n\r\n",

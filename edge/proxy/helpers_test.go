@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/edge/soldout"
+	"vouchergate/edge/token"
 	"vouchergate/edge/upstream"
 	"vouchergate/shared/events"
 	"vouchergate/shared/wire"
@@ -136,6 +137,9 @@ type edgeConfig struct {
 	local     fasthttp.RequestHandler
 	slots     int           // reservations at the backends at once; 0: unbounded
 	slotWait  time.Duration // waiting for one
+	tokens    *token.Verifier
+	apiKey    string
+	perIP     int // open connections from one address; 0: no cap
 }
 
 func startEdge(t testing.TB, c edgeConfig) *edge {
@@ -167,13 +171,13 @@ func startEdge(t testing.TB, c edgeConfig) *edge {
 		Backends: pool, SoldOut: cache, Refresher: refresher, Local: c.local,
 		BackendTimeout: c.timeout, CheckoutTimeout: c.timeout, MaxAPIBodyBytes: c.maxAPI, MaxBodyBytes: c.maxBody,
 		MaxUpstreamHead: c.maxHeader + 1024, Log: testkit.QuietLog,
-		ReserveSlots: c.slots, ReserveWait: c.slotWait,
+		ReserveSlots: c.slots, ReserveWait: c.slotWait, Tokens: c.tokens, APIKey: c.apiKey,
 	}
 	if c.checkout != "" {
 		o.Checkout = upstream.NewClient(c.checkout, false, clientOpts)
 	}
 	p := New(o)
-	srv := NewServer(p, ServerOptions{ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: c.maxHeader, MaxBodyBytes: c.maxBody})
+	srv := NewServer(p, ServerOptions{ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: c.maxHeader, MaxBodyBytes: c.maxBody, MaxConnsPerIP: c.perIP})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

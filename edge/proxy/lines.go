@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"net"
+	"reflect"
 
 	"github.com/valyala/fasthttp"
 )
@@ -20,6 +22,8 @@ import (
 var errBareLF = errors.New("bare LF in the request header")
 
 // StrictLines wraps ln so that the edge's server (NewServer) refuses bare-LF request headers.
+// Under it, ln may be a tls.NewListener: the headers looked at are the decrypted ones, and the
+// server still sees a TLS connection (ctx.IsTLS, X-Forwarded-Proto: https).
 func StrictLines(ln net.Listener) net.Listener { return strictListener{ln} }
 
 type strictListener struct{ net.Listener }
@@ -29,8 +33,21 @@ func (l strictListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &headConn{Conn: c, inHead: true}, nil
+	h := &headConn{Conn: c, inHead: true}
+	if t, ok := c.(*tls.Conn); ok {
+		return &tlsHeadConn{headConn: h, tls: t}, nil
+	}
+	return h, nil
 }
+
+// tlsHeadConn is a headConn over TLS: it shows fasthttp the TLS connection's state.
+type tlsHeadConn struct {
+	*headConn
+	tls *tls.Conn
+}
+
+func (c *tlsHeadConn) Handshake() error                     { return c.tls.Handshake() }
+func (c *tlsHeadConn) ConnectionState() tls.ConnectionState { return c.tls.ConnectionState() }
 
 // headConn checks the header bytes of the request being read. It is used by one goroutine at a
 // time, the server's for the connection.
@@ -100,9 +117,36 @@ func (c *headConn) expectHead() {
 
 // connState is the server's ConnState: an idle connection reads a header next.
 func connState(c net.Conn, s fasthttp.ConnState) {
-	if s == fasthttp.StateIdle {
-		if h, ok := c.(*headConn); ok {
+	if s != fasthttp.StateIdle {
+		return
+	}
+	if h, ok := c.(headReader); ok {
+		h.expectHead()
+		return
+	}
+	// With MaxConnsPerIP, fasthttp hands ConnState its own wrapper (perIPConn, unexported) whose
+	// embedded net.Conn is ours; without this, a kept-alive connection's next header would not
+	// be looked at.
+	if inner, ok := embeddedConn(c); ok {
+		if h, ok := inner.(headReader); ok {
 			h.expectHead()
 		}
 	}
+}
+
+// headReader is a connection whose next request's header is looked at (headConn, tlsHeadConn).
+type headReader interface{ expectHead() }
+
+// embeddedConn returns the net.Conn a wrapper struct embeds as its field Conn.
+func embeddedConn(c net.Conn) (net.Conn, bool) {
+	v := reflect.ValueOf(c)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	f := v.Elem().FieldByName("Conn")
+	if !f.IsValid() || !f.CanInterface() {
+		return nil, false
+	}
+	inner, ok := f.Interface().(net.Conn)
+	return inner, ok
 }

@@ -23,11 +23,13 @@ type metrics struct {
 	unreadable      prometheus.Counter                     // reservations of a sold-out voucher forwarded: the backend would not read the body
 	slowReads       prometheus.Counter                     // reservations of a sold-out voucher whose body took the full decode
 	upstreamErrors  [len(upstreamStatuses)]prometheus.Counter
-	learnedFrom409  prometheus.Counter // 409 OUT_OF_STOCK passing through, each asking for the holders
-	refreshesAsked  prometheus.Counter // busy entries asking to be read again before they expire
-	rejectedRequest prometheus.Counter // 4xx given by the edge for a bad request
-	reserveWaits    prometheus.Counter // reservations that found no free backend slot and waited
-	bodyBudgetFull  prometheus.Counter // 503 given because the bodies being read filled the budget
+	learnedFrom409  prometheus.Counter     // 409 OUT_OF_STOCK passing through, each asking for the holders
+	refreshesAsked  prometheus.Counter     // busy entries asking to be read again before they expire
+	rejectedRequest prometheus.Counter     // 4xx given by the edge for a bad request
+	reserveWaits    prometheus.Counter     // reservations that found no free backend slot and waited
+	bodyBudgetFull  prometheus.Counter     // 503 given because the bodies being read filled the budget
+	tokensRefused   *prometheus.CounterVec // 401 for a shopper's token, by reason
+	subjectRefused  prometheus.Counter     // 403: a good token for another customer or identity
 }
 
 var routeNames = [...]string{
@@ -54,6 +56,9 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		rejectedRequest: counter("vg_edge_rejected_requests_total", "Requests the edge refused as malformed, too large or not allowed."),
 		reserveWaits:    counter("vg_edge_reserve_waits_total", "Reservations that found every backend slot taken and waited for one."),
 		bodyBudgetFull:  counter("vg_edge_body_budget_full_total", "Requests answered 503 because the bodies being read filled VG_EDGE_BODY_BUDGET_BYTES."),
+		subjectRefused:  counter("vg_edge_subject_refused_total", "Requests answered 403 because the token's subject is not the customer or USER identity of the request."),
+		tokensRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vg_edge_tokens_refused_total",
+			Help: "Requests answered 401 for their shopper's token, by reason (missing, malformed, signature, expired, ...)."}, []string{"reason"}),
 	}
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vg_edge_requests_total",
 		Help: "Requests by route."}, []string{"route"})
@@ -76,7 +81,8 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(requests, duration, m.answers, upstream, m.soldOut, m.holderForwards, m.unreadable, m.learnedFrom409,
-			m.refreshesAsked, m.rejectedRequest, m.slowReads, m.bodyBudgetFull, m.reserveWaits)
+			m.refreshesAsked, m.rejectedRequest, m.slowReads, m.bodyBudgetFull, m.reserveWaits,
+			m.tokensRefused, m.subjectRefused)
 	}
 	return m
 }

@@ -3,8 +3,10 @@
 // to the checkout API, with bounded calls and clean headers, and answers its own /healthz and
 // /readyz.
 //
-// A request's way: route by path (routes.go) → sold-out check for reservations (soldout.go) →
-// forward (forward.go) → relay the answer, or a JSON error (answers.go).
+// A request's way: route by path (routes.go) → with shoppers' tokens on, the token and its
+// subject (auth.go) → sold-out check for reservations (soldout.go) → forward (forward.go), with
+// clean headers (headers.go) and the edge's credentials toward the backends (auth.go) → relay
+// the answer, or a JSON error (answers.go).
 package proxy
 
 import (
@@ -18,6 +20,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/edge/soldout"
+	"vouchergate/edge/token"
 	"vouchergate/shared/wire"
 )
 
@@ -47,6 +50,8 @@ type Options struct {
 	MaxBodyBytes    int                     // body limit of checkout requests; MaxAPIBodyBytes when lower
 	BodyBudget      int                     // bodies larger than MaxAPIBodyBytes being read or forwarded, in bytes in all; 0: no bound
 	MaxUpstreamHead int                     // the largest request header sent upstream (config.HeaderLimit.Forwarded); 0: no check
+	Tokens          *token.Verifier         // shoppers' tokens (auth.go); nil: not checked
+	APIKey          string                  // the edge's service key, sent to the backends; "": none
 	Metrics         prometheus.Registerer   // takes the proxy's counters; nil: counted, not exported
 	Log             *slog.Logger
 }
@@ -61,7 +66,8 @@ type Proxy struct {
 	errLog   logLimit
 	room     waitRoom
 
-	bodies budget // large bodies held (body.go)
+	bodies       budget // large bodies held (body.go)
+	apiKeyHeader []byte // "Bearer <APIKey>", or nil
 }
 
 // New returns a Proxy.
@@ -76,6 +82,9 @@ func New(o Options) *Proxy {
 		idPrefix: []byte("edge-" + hex.EncodeToString(r[:]) + "-"), errLog: logLimit{every: time.Second},
 		room: newWaitRoom(o.ReserveSlots, o.ReserveWait)}
 	p.bodies.max = int64(o.BodyBudget)
+	if o.APIKey != "" {
+		p.apiKeyHeader = []byte("Bearer " + o.APIKey)
+	}
 	return p
 }
 
@@ -113,7 +122,7 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) (r route) {
 			return
 		}
 		if p.bodyFits(ctx, m.route) {
-			p.forward(ctx, p.opts.Checkout, p.opts.CheckoutTimeout, nil)
+			p.forward(ctx, call{to: p.opts.Checkout, timeout: p.opts.CheckoutTimeout})
 		}
 	case routeNotFound:
 		p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")
@@ -125,11 +134,21 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) (r route) {
 		if !p.bodyFits(ctx, m.route) {
 			return
 		}
-		if m.route == routeReserve {
-			p.reserve(ctx, m.code)
+		var subject string
+		if p.opts.Tokens != nil {
+			var ok bool
+			if subject, ok = p.authenticate(ctx); !ok {
+				return
+			}
+		}
+		switch {
+		case m.route == routeReserve:
+			p.reserve(ctx, m.code, subject)
+			return
+		case m.route == routeQuota && subject != "" && !p.quotaFor(ctx, subject):
 			return
 		}
-		p.forward(ctx, p.opts.Backends, p.opts.BackendTimeout, nil)
+		p.forward(ctx, p.toBackend(nil, subject))
 	}
 	return
 }

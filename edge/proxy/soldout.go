@@ -4,27 +4,42 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/edge/orderid"
+	"vouchergate/shared/wire"
 )
 
 // reserve answers a reservation for a voucher known to be sold out with 409, unless its order
 // may hold a use (a retry of a granted reservation, whose 201 must come again) or the backend
 // would refuse its body (its 400 is the backend's to give): those, and every reservation of a
 // voucher not known to be sold out, go to the backend, through the waiting room (waitroom.go).
-func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte) {
-	if p.answeredFromMemory(ctx, code) {
+//
+// With shoppers' tokens on, subject is the token's, verified: the body is decoded in full, its
+// customerId must be the subject (auth.go), and the sold-out check reads that decode's orderId.
+// With tokens off, subject is "" and the orderId scanner reads the body only for a voucher
+// known to be sold out, as before.
+func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte, subject string) {
+	var decoded *wire.ReserveRequest
+	if subject != "" {
+		req, ok := p.reservationFor(ctx, subject)
+		if !ok {
+			return
+		}
+		decoded = &req
+	}
+	if p.answeredFromMemory(ctx, code, decoded) {
 		return
 	}
-	if !p.room.tryEnter() && !p.awaitSlot(ctx, code) {
+	if !p.room.tryEnter() && !p.awaitSlot(ctx, code, decoded) {
 		return
 	}
 	defer p.room.leave()
-	p.forward(ctx, p.opts.Backends, p.opts.BackendTimeout, code)
+	p.forward(ctx, p.toBackend(code, subject))
 }
 
 // answeredFromMemory answers 409 OUT_OF_STOCK when code is known to be sold out and the
 // request's order holds no use of it, and reports whether it did. The orderId is read by the
-// fast scanner, or, for a body it cannot be certain of, by a full decode as the backend's.
-func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte) bool {
+// fast scanner, or, for a body it cannot be certain of, by a full decode as the backend's; or it
+// is decoded's, when the body was decoded before.
+func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte, decoded *wire.ReserveRequest) bool {
 	e, refresh := p.opts.SoldOut.Lookup(code, ctx.Time())
 	if e == nil {
 		return false
@@ -34,12 +49,15 @@ func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte) bool {
 		p.opts.Refresher.Ask(e.Code())
 	}
 	var buf orderid.Buffer // stays on the stack: Extract and MayHold keep no reference
-	body := ctx.Request.Body()
-	id, ok := orderid.Extract(body, &buf)
-	if !ok {
+	var id []byte
+	var ok bool
+	if decoded != nil {
+		id = []byte(decoded.OrderID)
+		ok = wire.IsOrderID(id)
+	} else if id, ok = orderid.Extract(ctx.Request.Body(), &buf); !ok {
 		p.counts.slowReads.Inc()
 		var s string
-		if s, ok = orderid.Decode(body); ok {
+		if s, ok = orderid.Decode(ctx.Request.Body()); ok {
 			id = []byte(s)
 		}
 	}

@@ -50,13 +50,13 @@ func (w waitRoom) leave() {
 // awaitSlot waits for a slot for a reservation of code. It reports true holding one; false when
 // it has answered the request itself: 409 from memory because the voucher sold out meanwhile
 // (and the order holds no use), or 503 when no slot came free in time.
-func (p *Proxy) awaitSlot(ctx *fasthttp.RequestCtx, code []byte) bool {
+func (p *Proxy) awaitSlot(ctx *fasthttp.RequestCtx, code []byte, decoded *wire.ReserveRequest) bool {
 	p.counts.reserveWaits.Inc()
 	timer := time.NewTimer(p.room.wait)
 	defer timer.Stop()
 	for {
 		soldOut := p.opts.SoldOut.SoldOut() // before the lookup: a sell-out stored after it still wakes us
-		if p.answeredFromMemory(ctx, code) {
+		if p.answeredFromMemory(ctx, code, decoded) {
 			return false
 		}
 		select {

@@ -22,6 +22,7 @@ type PoolOptions struct {
 	HealthTimeout time.Duration // for one check
 	HealthFalls   int           // failed checks in a row that take a backend out
 	HealthPath    string        // "/healthz" when empty
+	APIKey        string        // the edge's service key, sent on Fetch (state reads); "": none
 }
 
 // Pool balances calls over backends: the healthy one with the fewest calls in flight, taking
@@ -220,6 +221,9 @@ func (p *Pool) Fetch(ctx context.Context, path string) (int, []byte, error) {
 	req.SetRequestURI(path)
 	req.Header.SetMethod(fasthttp.MethodGet)
 	req.Header.SetHost("vouchergate-backend")
+	if p.opts.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+p.opts.APIKey)
+	}
 	if err := p.Do(req, resp, deadline); err != nil {
 		return 0, nil, err
 	}

@@ -53,8 +53,29 @@ type Edge struct {
 	SoldOutRefresh time.Duration `env:"VG_EDGE_SOLDOUT_REFRESH" envDefault:"2s"` // 0: never read ahead
 	StateEvery     time.Duration `env:"VG_EDGE_STATE_EVERY" envDefault:"200ms"`  // per voucher
 	SyncWait       time.Duration `env:"VG_EDGE_SYNC_WAIT" envDefault:"1s"`
+
+	// Shoppers' tokens (issue 14): off while VG_EDGE_JWT_JWKS_FILE is empty. When on, voucher
+	// reservation, confirm and release and the quota paths need a verified bearer token.
+	JWTJWKSFile string        `env:"VG_EDGE_JWT_JWKS_FILE"` // a local JWK Set (JSON)
+	JWTAlgs     []string      `env:"VG_EDGE_JWT_ALGS" envSeparator:"," envDefault:"RS256,ES256,EdDSA"`
+	JWTAudience string        `env:"VG_EDGE_JWT_AUDIENCE"` // required with a JWKS file
+	JWTIssuer   string        `env:"VG_EDGE_JWT_ISSUER"`   // required with a JWKS file
+	JWTLeeway   time.Duration `env:"VG_EDGE_JWT_LEEWAY" envDefault:"30s"`
+
+	// The edge's own service key for the backends: a secret, never logged. Empty: none sent.
+	APIKey string `env:"VG_EDGE_API_KEY"`
+
+	// TLS on the public listener: both or neither (PEM files).
+	TLSCertFile string `env:"VG_EDGE_TLS_CERT_FILE"`
+	TLSKeyFile  string `env:"VG_EDGE_TLS_KEY_FILE"`
 	Log
 }
+
+// JWTOn reports whether shoppers' tokens are verified.
+func (c Edge) JWTOn() bool { return c.JWTJWKSFile != "" }
+
+// TLSOn reports whether the public listener speaks TLS.
+func (c Edge) TLSOn() bool { return c.TLSCertFile != "" }
 
 // ReserveSlots is how many reservations may be at the backends at once: three quarters of the
 // connections to them, so that confirms, releases, quota calls and state reads still find one.
@@ -137,6 +158,28 @@ func (c Edge) Check() error {
 		return fmt.Errorf("VG_EDGE_OPS_ADDR is %q; expected empty (no ops listener) or host:port such as 127.0.0.1:9081", c.OpsAddr)
 	case c.MaxRespBytes < 1024:
 		return fmt.Errorf("VG_EDGE_MAX_RESPONSE_BYTES is %d; expected at least 1024", c.MaxRespBytes)
+	}
+	return c.checkAuth()
+}
+
+// checkAuth checks the token, service key and TLS settings. The JWKS file and the certificate
+// are read, and checked in full, when the edge starts (edge/app).
+func (c Edge) checkAuth() error {
+	switch {
+	case (c.TLSCertFile == "") != (c.TLSKeyFile == ""):
+		return fmt.Errorf("VG_EDGE_TLS_CERT_FILE and VG_EDGE_TLS_KEY_FILE are set one without the other; expected both (PEM files) or neither")
+	case strings.ContainsAny(c.APIKey, " \t\r\n"):
+		return fmt.Errorf("VG_EDGE_API_KEY holds white space; expected the key as issued, on one line")
+	case !c.JWTOn():
+		return nil
+	case c.JWTAudience == "":
+		return fmt.Errorf("VG_EDGE_JWT_AUDIENCE is empty; expected the audience (aud) your identity provider puts in shoppers' tokens, required with VG_EDGE_JWT_JWKS_FILE")
+	case c.JWTIssuer == "":
+		return fmt.Errorf("VG_EDGE_JWT_ISSUER is empty; expected the issuer (iss) of shoppers' tokens, such as https://id.example.com/, required with VG_EDGE_JWT_JWKS_FILE")
+	case len(c.JWTAlgs) == 0:
+		return fmt.Errorf("VG_EDGE_JWT_ALGS is empty; expected algorithms such as RS256,ES256,EdDSA")
+	case c.JWTLeeway < 0 || c.JWTLeeway > 5*time.Minute:
+		return fmt.Errorf("VG_EDGE_JWT_LEEWAY is %v; expected a small duration from 0 to 5m such as 30s", c.JWTLeeway)
 	}
 	return nil
 }

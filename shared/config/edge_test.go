@@ -47,6 +47,11 @@ func TestEdgeErrorsNameTheVariable(t *testing.T) {
 		{"VG_NATS_PREFIX", "a..b", "VG_NATS_PREFIX"},
 		{"VG_LOG_FORMAT", "xml", "VG_LOG_FORMAT"},
 		{"VG_LOG_LEVEL", "loud", "VG_LOG_LEVEL"},
+		{"VG_EDGE_TLS_CERT_FILE", "edge.pem", "VG_EDGE_TLS_KEY_FILE"},
+		{"VG_EDGE_TLS_KEY_FILE", "edge-key.pem", "VG_EDGE_TLS_CERT_FILE"},
+		{"VG_EDGE_JWT_JWKS_FILE", "jwks.json", "VG_EDGE_JWT_AUDIENCE"},
+		{"VG_EDGE_API_KEY", "two words", "VG_EDGE_API_KEY"},
+		{"VG_EDGE_JWT_LEEWAY", "later", "VG_EDGE_JWT_LEEWAY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {

@@ -1,0 +1,43 @@
+package app
+
+import (
+	"crypto/tls"
+	"fmt"
+	"os"
+
+	"vouchergate/edge/token"
+	"vouchergate/shared/config"
+)
+
+// loadTokens reads the JWKS file and returns the verifier of shoppers' tokens, or nil when
+// tokens are off. Its errors name the variable to fix.
+func loadTokens(cfg config.Edge) (*token.Verifier, error) {
+	if !cfg.JWTOn() {
+		return nil, nil
+	}
+	jwks, err := os.ReadFile(cfg.JWTJWKSFile)
+	if err != nil {
+		return nil, fmt.Errorf("VG_EDGE_JWT_JWKS_FILE=%s: %w", cfg.JWTJWKSFile, err)
+	}
+	v, err := token.New(token.Options{
+		JWKS: jwks, Algs: cfg.JWTAlgs, Audience: cfg.JWTAudience, Issuer: cfg.JWTIssuer, Leeway: cfg.JWTLeeway,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("VG_EDGE_JWT_JWKS_FILE=%s with VG_EDGE_JWT_ALGS=%v: %w", cfg.JWTJWKSFile, cfg.JWTAlgs, err)
+	}
+	return v, nil
+}
+
+// loadTLS returns the public listener's TLS settings, or nil when TLS is off: HTTP/1.1 only
+// (ALPN), TLS 1.2 at least.
+func loadTLS(cfg config.Edge) (*tls.Config, error) {
+	if !cfg.TLSOn() {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("VG_EDGE_TLS_CERT_FILE=%s, VG_EDGE_TLS_KEY_FILE=%s: expected a PEM certificate chain and its PEM private key: %w",
+			cfg.TLSCertFile, cfg.TLSKeyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}, nil
+}

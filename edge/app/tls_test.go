@@ -1,0 +1,246 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/backend/backendtest"
+	"vouchergate/edge/app"
+	"vouchergate/shared/config"
+	"vouchergate/testkit"
+)
+
+// Issue 14: TLS and shoppers' tokens at the edge, as the edge command builds them.
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key as PEM files, and
+// returns their paths and a pool that trusts the certificate.
+func selfSigned(t *testing.T) (certFile, keyFile string, roots *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "vouchergate edge test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "edge.pem"), filepath.Join(dir, "edge-key.pem")
+	writeFile(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	writeFile(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots = x509.NewCertPool()
+	roots.AddCert(cert)
+	return certFile, keyFile, roots
+}
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// secureConfig turns on TLS, shoppers' tokens of iss and a service key in cfg.
+func secureConfig(t *testing.T, cfg config.Edge, iss *testkit.TokenIssuer) (config.Edge, *x509.CertPool) {
+	t.Helper()
+	certFile, keyFile, roots := selfSigned(t)
+	jwks := filepath.Join(t.TempDir(), "jwks.json")
+	writeFile(t, jwks, iss.JWKS(true))
+	cfg.TLSCertFile, cfg.TLSKeyFile = certFile, keyFile
+	cfg.JWTJWKSFile, cfg.JWTAlgs, cfg.JWTAudience, cfg.JWTIssuer, cfg.JWTLeeway = jwks, []string{"RS256", "ES256"}, iss.Audience, iss.Issuer, 30*time.Second
+	cfg.APIKey = "vg_edge_key"
+	cfg.MaxConnsPerIP, cfg.MaxClientConns = 64, 256 // the caps on, as by default
+	return cfg, roots
+}
+
+// tlsDo sends one request to the edge over TLS, trusting roots.
+func tlsDo(t *testing.T, addr string, roots *x509.CertPool, method, path, body string, headers ...string) (int, string) {
+	t.Helper()
+	c := &fasthttp.HostClient{Addr: addr, IsTLS: true, TLSConfig: &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"},
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod(method)
+	req.SetRequestURI("https://" + addr + path)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	if body != "" {
+		req.SetBodyString(body)
+		req.Header.SetContentType("application/json")
+	}
+	if err := c.DoTimeout(req, resp, 10*time.Second); err != nil {
+		t.Fatalf("%s %s over TLS: %v", method, path, err)
+	}
+	return resp.StatusCode(), string(resp.Body())
+}
+
+// The public listener speaks HTTP/1.1 over TLS with a configured certificate: the same proxy
+// behaviour (tokens checked, the subject and the edge's key upstream, X-Forwarded-Proto:
+// https, bare LF refused); a plain-HTTP client and a client that does not trust the
+// certificate get no answer.
+func TestTLSAtTheEdge(t *testing.T) {
+	var last atomic.Pointer[fasthttp.Request]
+	backend, _ := testkit.ServeHTTP(t, func(ctx *fasthttp.RequestCtx) {
+		if string(ctx.Path()) == "/healthz" {
+			return
+		}
+		var r fasthttp.Request
+		ctx.Request.CopyTo(&r)
+		last.Store(&r)
+		ctx.SetStatusCode(201)
+		ctx.SetContentType("application/json")
+		ctx.SetBodyString(`{"orderId":"o-1","discountAmount":100}`)
+	})
+	iss := testkit.NewTokenIssuer(t)
+	cfg, roots := secureConfig(t, edgeConfig(testkit.NATSURL, testkit.NATSPrefix(), backend), iss)
+	e := startEdge(t, cfg)
+
+	tok := "Bearer " + iss.Sign(t, "ES256", iss.Claims("42"))
+	status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/FLASH/reservations",
+		`{"customerId":42,"orderId":"o-1","orderAmount":1000}`, "Authorization", tok, "X-VG-Subject", "43")
+	if status != 201 {
+		t.Fatalf("reservation over TLS: %d %s; want the backend's 201", status, body)
+	}
+	got := last.Load()
+	for name, want := range map[string]string{"X-Forwarded-Proto": "https", "X-Vg-Subject": "42", "Authorization": "Bearer vg_edge_key"} {
+		if v := string(got.Header.Peek(name)); v != want {
+			t.Errorf("backend got %s %q; want %q", name, v, want)
+		}
+	}
+	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/FLASH/reservations",
+		`{"customerId":43,"orderId":"o-2","orderAmount":1000}`, "Authorization", tok); status != 403 {
+		t.Errorf("another customer's reservation over TLS: %d %s; want 403", status, body)
+	}
+	if status, _ := tlsDo(t, e.Addr, roots, "GET", "/healthz", ""); status != 200 {
+		t.Errorf("/healthz over TLS: %d", status)
+	}
+
+	// The bare-LF check still looks at the (decrypted) header, of a kept-alive connection's next
+	// request too, under the per-address cap.
+	conn, err := tls.Dial("tcp", e.Addr, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(conn)
+	_, _ = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: edge\r\n\r\n")
+	if resp, err := http.ReadResponse(r, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/healthz over a raw TLS connection: %v %v", resp, err)
+	} else {
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}
+	_, _ = io.WriteString(conn, "GET /healthz HTTP/1.1\nHost: edge\n\n")
+	if line, _ := r.ReadString('\n'); !strings.HasPrefix(line, "HTTP/1.1 400 ") {
+		t.Errorf("bare LF over TLS: %q; want 400", line)
+	}
+
+	// Plain HTTP on the TLS port: no HTTP answer.
+	plain := &fasthttp.HostClient{Addr: e.Addr, ReadTimeout: 5 * time.Second}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	req.SetRequestURI("http://" + e.Addr + "/healthz")
+	if err := plain.DoTimeout(req, resp, 5*time.Second); err == nil {
+		t.Errorf("plain HTTP to the TLS listener answered %d %q", resp.StatusCode(), resp.Body())
+	}
+	// A client that does not trust the certificate refuses the connection.
+	if c, err := tls.Dial("tcp", e.Addr, &tls.Config{ServerName: "127.0.0.1"}); err == nil {
+		c.Close()
+		t.Error("a client without the test root trusted the edge's certificate")
+	}
+}
+
+// Against a real backend: a shopper's token reserves and confirms their own order through
+// the edge over TLS; another shopper's token cannot reserve for them.
+func TestTokensThroughARealBackend(t *testing.T) {
+	bcfg := backendtest.Config(t)
+	b := backendtest.Start(t, bcfg)
+	b.CreateVoucher(t, backendtest.Voucher{Code: "TOKENS", Discount: 100, TotalLimit: 10})
+	iss := testkit.NewTokenIssuer(t)
+	cfg, roots := secureConfig(t, edgeConfig(bcfg.NATSURL, bcfg.NATSPrefix, b.Addr), iss)
+	e := startEdge(t, cfg)
+
+	alice := "Bearer " + iss.Sign(t, "RS256", iss.Claims("1001"))
+	mallory := "Bearer " + iss.Sign(t, "RS256", iss.Claims("666"))
+	order := `{"customerId":1001,"orderId":"tok-1","orderAmount":100000}`
+	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/TOKENS/reservations", order, "Authorization", mallory); status != 403 {
+		t.Fatalf("mallory reserving for alice: %d %s; want 403", status, body)
+	}
+	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/TOKENS/reservations", order); status != 401 {
+		t.Fatalf("no token: %d %s; want 401", status, body)
+	}
+	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/TOKENS/reservations", order, "Authorization", alice); status != 201 {
+		t.Fatalf("alice's reservation: %d %s; want 201", status, body)
+	}
+	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/TOKENS/reservations/tok-1/confirm", "", "Authorization", alice); status != 200 {
+		t.Fatalf("alice's confirm: %d %s; want 200", status, body)
+	}
+}
+
+// A certificate, key or JWKS file that cannot be used stops the edge at start, naming the
+// variable to fix.
+func TestUnusableSecurityFilesStopTheStart(t *testing.T) {
+	iss := testkit.NewTokenIssuer(t)
+	good, _ := secureConfig(t, edgeConfig(testkit.NATSURL, testkit.NATSPrefix(), "127.0.0.1:1"), iss)
+	noJWK := filepath.Join(t.TempDir(), "empty.json")
+	writeFile(t, noJWK, []byte(`{"keys":[]}`))
+	for _, tt := range []struct {
+		name   string
+		change func(*config.Edge)
+		want   string
+	}{
+		{"missing certificate", func(c *config.Edge) { c.TLSCertFile = "/nonexistent/edge.pem" }, "VG_EDGE_TLS_CERT_FILE"},
+		{"key of another certificate", func(c *config.Edge) { _, c.TLSKeyFile, _ = selfSigned(t) }, "VG_EDGE_TLS_KEY_FILE"},
+		{"missing JWKS", func(c *config.Edge) { c.JWTJWKSFile = "/nonexistent/jwks.json" }, "VG_EDGE_JWT_JWKS_FILE"},
+		{"JWKS without keys", func(c *config.Edge) { c.JWTJWKSFile = noJWK }, "VG_EDGE_JWT_JWKS_FILE"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := good
+			tt.change(&cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			a, err := app.New(ctx, cfg, app.WithLog(testkit.QuietLog))
+			if err == nil {
+				a.Close()
+				t.Fatalf("the edge started")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v; want one naming %s", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,176 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/edge/orderid"
+	"vouchergate/edge/token"
+	"vouchergate/shared/wire"
+)
+
+// Who may call, at the edge (issue 14). With shoppers' tokens on (Options.Tokens):
+//   - reservation, confirm, release and the quota paths need "Authorization: Bearer <JWT>",
+//     verified (edge/token); else 401 with WWW-Authenticate. /healthz and /readyz need none;
+//     the checkout API's paths are passed on as before, their Authorization unread and kept.
+//   - the token's subject must be the reservation's customerId, every USER identity of a
+//     deduct, and the USER identity a usage read asks about; else 403. A confirm, release or
+//     rollback names no customer the edge can read: the backend checks the subject the edge
+//     sends it in X-VG-Subject, which it trusts only from a key with scope "edge".
+//
+// Toward the backends, whatever the settings: a client's X-VG-Subject never passes (headers.go);
+// with a service key (Options.APIKey) Authorization is the edge's key; with tokens on and no
+// key, the shopper's Authorization is removed. Either way a client's X-API-Key is removed too.
+
+const (
+	headerAuthorization = "Authorization"
+	headerAPIKey        = "X-Api-Key"
+	// HeaderSubject carries a verified token's subject to the backends.
+	HeaderSubject = "X-Vg-Subject"
+	// identityUser is the quota identity type a token's subject names.
+	identityUser = "USER"
+)
+
+var bearerPrefix = []byte("bearer ")
+
+// authenticate verifies the request's bearer token and returns its subject, or answers 401 and
+// returns false.
+func (p *Proxy) authenticate(ctx *fasthttp.RequestCtx) (string, bool) {
+	raw, ok := bearerToken(ctx.Request.Header.Peek(headerAuthorization))
+	if !ok {
+		p.counts.tokensRefused.WithLabelValues("missing").Inc()
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="vouchergate"`)
+		p.reject(ctx, fasthttp.StatusUnauthorized, wire.CodeUnauthorized, "a bearer token is required: Authorization: Bearer <JWT>")
+		return "", false
+	}
+	sub, err := p.opts.Tokens.Verify(raw)
+	if err != nil {
+		// err is one of edge/token's reasons, worded by the edge for the client.
+		p.counts.tokensRefused.WithLabelValues(refusalLabel(err)).Inc()
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="vouchergate", error="invalid_token", error_description="`+err.Error()+`"`)
+		p.reject(ctx, fasthttp.StatusUnauthorized, wire.CodeUnauthorized, err.Error())
+		return "", false
+	}
+	return sub, true
+}
+
+// bearerToken returns the token of an "Authorization: Bearer <token>" value (the scheme in any
+// case, RFC 9110 §11.1).
+func bearerToken(v []byte) (string, bool) {
+	if len(v) <= len(bearerPrefix) || !bytes.EqualFold(v[:len(bearerPrefix)], bearerPrefix) {
+		return "", false
+	}
+	tok := bytes.TrimSpace(v[len(bearerPrefix):])
+	return string(tok), len(tok) > 0
+}
+
+// refusalLabels name edge/token's reasons in vg_edge_tokens_refused_total.
+var refusalLabels = []struct {
+	err   error
+	label string
+}{
+	{token.ErrMalformed, "malformed"}, {token.ErrSignature, "signature"}, {token.ErrExpired, "expired"},
+	{token.ErrNotYetValid, "not_yet_valid"}, {token.ErrAudience, "audience"}, {token.ErrIssuer, "issuer"},
+	{token.ErrClaimMissing, "claim_missing"}, {token.ErrSubject, "subject"},
+}
+
+func refusalLabel(err error) string {
+	for _, r := range refusalLabels {
+		if errors.Is(err, r.err) {
+			return r.label
+		}
+	}
+	return "other"
+}
+
+// forbid answers 403: the token is good, but not for this customer or identity.
+func (p *Proxy) forbid(ctx *fasthttp.RequestCtx, message string) {
+	p.counts.subjectRefused.Inc()
+	p.reject(ctx, fasthttp.StatusForbidden, wire.CodeForbidden, message)
+}
+
+// reservationFor reads a reservation's body in full, as the backend does, and checks that its
+// customerId is subject (42 and "42" are one customer). It answers 400 or 403 and returns
+// false when not.
+func (p *Proxy) reservationFor(ctx *fasthttp.RequestCtx, subject string) (wire.ReserveRequest, bool) {
+	req, ok := orderid.DecodeRequest(ctx.Request.Body())
+	if !ok {
+		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "the body must be a JSON object with customerId, orderId and orderAmount")
+		return req, false
+	}
+	if string(req.CustomerID) != subject {
+		p.forbid(ctx, "customerId is not the token's subject")
+		return req, false
+	}
+	return req, true
+}
+
+// quotaFor checks a quota call against subject: every USER identity of a deduct, and the USER
+// identity a usage read names, must be it. A rollback names no identity: the backend checks it.
+// It answers 400 or 403 and returns false when the call may not go on.
+func (p *Proxy) quotaFor(ctx *fasthttp.RequestCtx, subject string) bool {
+	switch string(ctx.Path()) {
+	case "/quotas/deduct":
+		req, ok := decodeDeduct(ctx.Request.Body())
+		if !ok {
+			p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "the body must be a JSON object with bizId, idemKey and items, nothing else")
+			return false
+		}
+		for _, it := range req.Items {
+			if it.IdentityType == identityUser && it.Identity != subject {
+				p.forbid(ctx, "a USER identity of the items is not the token's subject")
+				return false
+			}
+		}
+	case "/quotas/usage":
+		// The backend reads the first of repeated parameters, as Peek does.
+		q := ctx.QueryArgs()
+		if string(q.Peek("identityType")) == identityUser && string(q.Peek("identity")) != subject {
+			p.forbid(ctx, "the USER identity asked about is not the token's subject")
+			return false
+		}
+	}
+	return true
+}
+
+// decodeDeduct decodes a deduct body as strictly as the backend's scanner reads it: UTF-8, one
+// object, unknown fields refused, keys matched without regard to case, the last of repeated
+// keys taken. The backend's FuzzDecodeDeductMatchesEncodingJSON holds its scanner to this same
+// strict encoding/json decode: both accept the same bodies and read the same identities.
+func decodeDeduct(body []byte) (wire.QuotaDeductRequest, bool) {
+	var req wire.QuotaDeductRequest
+	if len(bytes.TrimSpace(body)) == 0 || !utf8.Valid(body) {
+		return req, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, false
+	}
+	for _, c := range body[dec.InputOffset():] {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return req, false
+		}
+	}
+	return req, true
+}
+
+// backendCredentials makes h, a request bound for a backend, carry the edge's credentials and
+// the verified subject, and none of the client's.
+func (p *Proxy) backendCredentials(h *fasthttp.RequestHeader, subject string) {
+	switch {
+	case p.apiKeyHeader != nil:
+		h.Del(headerAPIKey)
+		h.SetBytesV(headerAuthorization, p.apiKeyHeader)
+	case p.opts.Tokens != nil:
+		h.Del(headerAPIKey)
+		h.Del(headerAuthorization)
+	}
+	if subject != "" {
+		h.Set(HeaderSubject, subject)
+	}
+}

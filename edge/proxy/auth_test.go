@@ -1,0 +1,268 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/valyala/fasthttp"
+
+	"vouchergate/edge/token"
+	"vouchergate/testkit"
+)
+
+// Issue 14: shoppers' tokens at the edge.
+
+const edgeKey = "vg_edge_test_key"
+
+func newVerifier(t testing.TB, iss *testkit.TokenIssuer) *token.Verifier {
+	t.Helper()
+	v, err := token.New(token.Options{JWKS: iss.JWKS(false), Algs: []string{"RS256", "ES256", "EdDSA", "HS256"},
+		Audience: iss.Audience, Issuer: iss.Issuer, Leeway: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// tokenEdge is an edge with tokens on and a service key, in front of a fake backend and a
+// checkout API.
+func tokenEdge(t *testing.T) (*edge, *fakeBackend, *checkout, *testkit.TokenIssuer) {
+	t.Helper()
+	iss := testkit.NewTokenIssuer(t)
+	fb := newFakeBackend(map[string]int{"FLASH": 10})
+	beAddr, _ := testkit.ServeHTTP(t, fb.handle)
+	co := &checkout{}
+	coAddr, _ := testkit.ServeHTTP(t, co.handle)
+	e := startEdge(t, edgeConfig{backends: []string{beAddr}, checkout: coAddr, tokens: newVerifier(t, iss), apiKey: edgeKey,
+		local: func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString(`{"status":"ok"}`) }})
+	return e, fb, co, iss
+}
+
+func bearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
+
+func reservation(customer string) string {
+	return `{"customerId":` + customer + `,"orderId":"o-1","orderAmount":1000}`
+}
+
+// Forged, expired, not-yet-valid, wrong-audience, wrong-issuer, unsigned and
+// algorithm-confused tokens, and none, get 401 at the edge on every path that needs one; no
+// request reaches the backend.
+func TestBadTokensAreRefusedAtTheEdge(t *testing.T) {
+	e, fb, _, iss := tokenEdge(t)
+	other := testkit.NewTokenIssuer(t)
+	claims := func(change func(jwt.MapClaims)) jwt.MapClaims {
+		c := iss.Claims("42")
+		change(c)
+		return c
+	}
+	confused := jwt.NewWithClaims(jwt.SigningMethodHS256, iss.Claims("42"))
+	confused.Header["kid"] = "rsa"
+	confusedTok, _ := confused.SignedString(iss.RSAPublicDER(t))
+	none, _ := jwt.NewWithClaims(jwt.SigningMethodNone, iss.Claims("42")).SignedString(jwt.UnsafeAllowNoneSignatureType)
+
+	for _, tt := range []struct {
+		name    string
+		headers []string
+		invalid bool // error="invalid_token" (a token was sent)
+	}{
+		{"no Authorization", nil, false},
+		{"Basic credentials", []string{"Authorization", "Basic dXNlcjpwYXNz"}, false},
+		{"Bearer with nothing", []string{"Authorization", "Bearer "}, false},
+		{"forged: another issuer's key", bearer(other.Sign(t, "RS256", iss.Claims("42"))), true},
+		{"expired", bearer(iss.Sign(t, "ES256", claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Minute).Unix() }))), true},
+		{"not yet valid", bearer(iss.Sign(t, "ES256", claims(func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(time.Minute).Unix() }))), true},
+		{"wrong audience", bearer(iss.Sign(t, "RS256", claims(func(c jwt.MapClaims) { c["aud"] = "another-app" }))), true},
+		{"wrong issuer", bearer(iss.Sign(t, "RS256", claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.test" }))), true},
+		{"alg none", bearer(none), true},
+		{"HS256 with the RSA public key as secret", bearer(confusedTok), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, path := range []struct{ method, uri, body string }{
+				{"POST", "/vouchers/FLASH/reservations", reservation(`"42"`)},
+				{"POST", "/vouchers/FLASH/reservations/o-1/confirm", ""},
+				{"DELETE", "/vouchers/FLASH/reservations/o-1", ""},
+				{"POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"42","dimensions":["ITEM:1"]}]}`},
+				{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k"}`},
+				{"GET", "/quotas/usage?bizId=1&identityType=USER&identity=42", ""},
+			} {
+				a := e.do(t, path.method, path.uri, path.body, tt.headers...)
+				if a.status != 401 || errorCode(t, a) != "UNAUTHORIZED" {
+					t.Errorf("%s %s: %d %s; want 401 UNAUTHORIZED", path.method, path.uri, a.status, a.body)
+				}
+				www := string(a.header.Peek("WWW-Authenticate"))
+				if !strings.HasPrefix(www, "Bearer") || strings.Contains(www, `error="invalid_token"`) != tt.invalid {
+					t.Errorf("%s %s: WWW-Authenticate %q; invalid_token wanted: %v", path.method, path.uri, www, tt.invalid)
+				}
+			}
+		})
+	}
+	if n, m := fb.reserves.Load(), fb.other.Load(); n+m != 0 {
+		t.Fatalf("%d reservations and %d other requests reached the backend", n, m)
+	}
+}
+
+// A good token for another customer or identity gets 403; 42 and "42" are one customer.
+func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
+	e, fb, _, iss := tokenEdge(t)
+	tok := bearer(iss.Sign(t, "RS256", iss.Claims("42")))
+	for _, tt := range []struct{ method, uri, body string }{
+		{"POST", "/vouchers/FLASH/reservations", reservation(`"43"`)},
+		{"POST", "/vouchers/FLASH/reservations", reservation(`43`)},
+		{"POST", "/vouchers/FLASH/reservations", reservation(`"042"`)},
+		{"POST", "/vouchers/FLASH/reservations", `{"orderId":"o-1","orderAmount":1000}`},
+		{"POST", "/vouchers/FLASH/reservations", `{"customerId":"42","customerId":"43","orderId":"o-1","orderAmount":1000}`},
+		{"POST", "/vouchers/FLASH/reservations", `{"CustomerID":"43","customerId":"42","customerid":"43","orderId":"o-1","orderAmount":1000}`},
+		{"POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"43","dimensions":["ITEM:1"]}]}`},
+		{"POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"42","dimensions":["ITEM:1"]},{"identityType":"USER","identity":"43","dimensions":["ITEM:1"]}]}`},
+		{"POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"42","IDENTITY":"43","dimensions":["ITEM:1"]}]}`},
+		{"GET", "/quotas/usage?bizId=1&identityType=USER&identity=43", ""},
+	} {
+		a := e.do(t, tt.method, tt.uri, tt.body, tok...)
+		if a.status != 403 || errorCode(t, a) != "FORBIDDEN" {
+			t.Errorf("%s %s %s: %d %s; want 403 FORBIDDEN", tt.method, tt.uri, tt.body, a.status, a.body)
+		}
+	}
+	for _, body := range []string{`not json`, `{"customerId":-1,"orderId":"o-1","orderAmount":1}`} {
+		if a := e.do(t, "POST", "/vouchers/FLASH/reservations", body, tok...); a.status != 400 {
+			t.Errorf("reservation %s: %d %s; want 400", body, a.status, a.body)
+		}
+	}
+	if a := e.do(t, "POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[],"extra":1}`, tok...); a.status != 400 {
+		t.Errorf("deduct with an unknown field: %d %s; want 400", a.status, a.body)
+	}
+	if n, m := fb.reserves.Load(), fb.other.Load(); n+m != 0 {
+		t.Fatalf("%d reservations and %d other requests reached the backend", n, m)
+	}
+
+	// The same customer, as a number or a string; other identity types are not the token's.
+	for i, body := range []string{reservation(`42`), reservation(`"42"`)} {
+		body = strings.Replace(body, "o-1", "o-"+string(rune('a'+i)), 1)
+		if a := e.do(t, "POST", "/vouchers/FLASH/reservations", body, tok...); a.status != 201 && a.status != 409 {
+			t.Errorf("reservation %s: %d %s; want it forwarded", body, a.status, a.body)
+		}
+	}
+	for _, tt := range []struct{ method, uri, body string }{
+		{"POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"42","dimensions":["ITEM:1"]},{"identityType":"DEVICE","identity":"d-9","dimensions":["ITEM:1"]}]}`},
+		{"GET", "/quotas/usage?bizId=1&identityType=DEVICE&identity=d-9", ""},
+		{"GET", "/quotas/usage?bizId=1&identityType=USER&identity=42", ""},
+		{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k"}`},
+	} {
+		if a := e.do(t, tt.method, tt.uri, tt.body, tok...); a.status != 200 {
+			t.Errorf("%s %s: %d %s; want the backend's 200", tt.method, tt.uri, a.status, a.body)
+		}
+	}
+	if n, m := fb.reserves.Load(), fb.other.Load(); n != 2 || m != 4 {
+		t.Fatalf("backend saw %d reservations and %d other requests; want 2 and 4", n, m)
+	}
+}
+
+// What a backend gets with a good token: the subject in X-VG-Subject, the edge's key, never
+// the shopper's token or a client's X-VG-Subject or X-API-Key. The checkout API gets the
+// shopper's Authorization as sent, and no X-VG-Subject either.
+func TestBackendsGetTheSubjectAndTheEdgesKey(t *testing.T) {
+	e, fb, co, iss := tokenEdge(t)
+	tok := iss.Sign(t, "ES256", iss.Claims("42"))
+	forged := []string{"Authorization", "Bearer " + tok, "X-VG-Subject", "43", "X_VG_Subject", "43", "x-vg-subject", "44", "X-API-Key", "stolen"}
+
+	for _, tt := range []struct{ method, uri, body string }{
+		{"POST", "/vouchers/FLASH/reservations", reservation(`"42"`)},
+		{"POST", "/vouchers/FLASH/reservations/o-1/confirm", ""},
+		{"DELETE", "/vouchers/FLASH/reservations/o-1", ""},
+		{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k"}`},
+	} {
+		a := e.do(t, tt.method, tt.uri, tt.body, forged...)
+		if a.status >= 400 {
+			t.Fatalf("%s %s: %d %s", tt.method, tt.uri, a.status, a.body)
+		}
+		got := headerNames(fb.lastReq.Load())
+		want := map[string]string{"x-vg-subject": "42", "authorization": "Bearer " + edgeKey}
+		for name, v := range want {
+			if got[name] != v {
+				t.Errorf("%s %s: backend got %s %q; want %q", tt.method, tt.uri, name, got[name], v)
+			}
+		}
+		for _, name := range []string{"x_vg_subject", "x-api-key"} {
+			if v, ok := got[name]; ok {
+				t.Errorf("%s %s: backend got %s %q", tt.method, tt.uri, name, v)
+			}
+		}
+		if n := len(fb.lastReq.Load().Header.PeekAll("X-Vg-Subject")); n != 1 {
+			t.Errorf("%s %s: backend got %d X-VG-Subject headers", tt.method, tt.uri, n)
+		}
+	}
+
+	if a := e.do(t, "GET", "/cart", "", forged...); a.status != 418 {
+		t.Fatalf("checkout: %d %s", a.status, a.body)
+	}
+	got := headerNames(co.last.Load())
+	if got["authorization"] != "Bearer "+tok || got["x-api-key"] != "stolen" {
+		t.Errorf("checkout API got Authorization %q, X-API-Key %q; want them as sent", got["authorization"], got["x-api-key"])
+	}
+	for _, name := range []string{"x-vg-subject", "x_vg_subject"} {
+		if v, ok := got[name]; ok {
+			t.Errorf("checkout API got %s %q", name, v)
+		}
+	}
+	// /healthz needs no token.
+	if a := e.do(t, "GET", "/healthz", ""); a.status != 200 {
+		t.Errorf("/healthz without a token: %d %s", a.status, a.body)
+	}
+}
+
+// With tokens off, a client's X-VG-Subject is still dropped; the service key alone replaces
+// Authorization toward the backends; with neither, Authorization passes as before.
+func TestClientSubjectIsDroppedWithTokensOff(t *testing.T) {
+	fb := newFakeBackend(map[string]int{"FLASH": 5})
+	beAddr, _ := testkit.ServeHTTP(t, fb.handle)
+	for _, tt := range []struct {
+		apiKey, wantAuth string
+	}{{"", "Bearer shopper"}, {edgeKey, "Bearer " + edgeKey}} {
+		e := startEdge(t, edgeConfig{backends: []string{beAddr}, apiKey: tt.apiKey})
+		a := e.do(t, "POST", "/vouchers/FLASH/reservations/o-1/confirm", "",
+			"Authorization", "Bearer shopper", "X-VG-Subject", "43", "X_Vg_Subject", "43")
+		if a.status != 200 {
+			t.Fatalf("confirm: %d %s", a.status, a.body)
+		}
+		got := headerNames(fb.lastReq.Load())
+		for _, name := range []string{"x-vg-subject", "x_vg_subject"} {
+			if v, ok := got[name]; ok {
+				t.Errorf("key %q: backend got %s %q", tt.apiKey, name, v)
+			}
+		}
+		if got["authorization"] != tt.wantAuth {
+			t.Errorf("key %q: backend got Authorization %q; want %q", tt.apiKey, got["authorization"], tt.wantAuth)
+		}
+	}
+}
+
+// With tokens on, a voucher known to be sold out is answered 409 only to a verified shopper
+// ordering for themself; the sold-out answer never goes to a request without a good token.
+func TestSoldOutAnswersNeedAToken(t *testing.T) {
+	e, fb, _, iss := tokenEdge(t)
+	if err := e.cache.Apply(soldOutState("FLASH", "granted-1")); err != nil {
+		t.Fatal(err)
+	}
+	tok := bearer(iss.Sign(t, "RS256", iss.Claims("42")))
+	if a := e.do(t, "POST", "/vouchers/FLASH/reservations", reservation(`42`)); a.status != 401 {
+		t.Errorf("no token: %d %s; want 401", a.status, a.body)
+	}
+	if a := e.do(t, "POST", "/vouchers/FLASH/reservations", reservation(`43`), tok...); a.status != 403 {
+		t.Errorf("another customer: %d %s; want 403", a.status, a.body)
+	}
+	if a := e.do(t, "POST", "/vouchers/FLASH/reservations", reservation(`42`), tok...); a.status != 409 || errorCode(t, a) != "OUT_OF_STOCK" {
+		t.Errorf("new order: %d %s; want 409 OUT_OF_STOCK from memory", a.status, a.body)
+	}
+	if n := fb.reserves.Load(); n != 0 {
+		t.Fatalf("%d reservations reached the backend", n)
+	}
+	// A holder's retry goes through, with the subject.
+	held := `{"customerId":"42","orderId":"granted-1","orderAmount":1000}`
+	if a := e.do(t, "POST", "/vouchers/FLASH/reservations", held, tok...); a.status == 401 || a.status == 403 {
+		t.Errorf("holder's retry: %d %s", a.status, a.body)
+	}
+	if n := fb.reserves.Load(); n != 1 {
+		t.Fatalf("%d reservations reached the backend; want the holder's retry", n)
+	}
+}
