@@ -184,14 +184,21 @@ func TestTLSAtTheEdge(t *testing.T) {
 	}
 }
 
-// Against a real backend: a shopper's token reserves and confirms their own order through
-// the edge over TLS; another shopper's token cannot reserve for them.
+// Against a real backend with service keys, the edge holding its key (scopes reserve, quota,
+// read, edge): a shopper's token reserves and confirms their own order through the edge over
+// TLS; another shopper's token can neither reserve for them nor release their reservation (the
+// backend checks X-VG-Subject against the order).
 func TestTokensThroughARealBackend(t *testing.T) {
 	bcfg := backendtest.Config(t)
+	bcfg.APIKeysFile = filepath.Join(t.TempDir(), "keys.yaml")
+	const edgeKey = "edge-key-0123456789abcdef0123456789abcdef"
+	backendtest.WriteKeys(t, bcfg.APIKeysFile, backendtest.APIKey{Name: "edge", Secret: edgeKey,
+		Scopes: []string{"reserve", "quota", "read", "edge"}})
 	b := backendtest.Start(t, bcfg)
 	b.CreateVoucher(t, backendtest.Voucher{Code: "TOKENS", Discount: 100, TotalLimit: 10})
 	iss := testkit.NewTokenIssuer(t)
 	cfg, roots := secureConfig(t, edgeConfig(bcfg.NATSURL, bcfg.NATSPrefix, b.Addr), iss)
+	cfg.APIKey = edgeKey
 	e := startEdge(t, cfg)
 
 	alice := "Bearer " + iss.Sign(t, "RS256", iss.Claims("1001"))
@@ -205,6 +212,9 @@ func TestTokensThroughARealBackend(t *testing.T) {
 	}
 	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/TOKENS/reservations", order, "Authorization", alice); status != 201 {
 		t.Fatalf("alice's reservation: %d %s; want 201", status, body)
+	}
+	if status, body := tlsDo(t, e.Addr, roots, "DELETE", "/vouchers/TOKENS/reservations/tok-1", "", "Authorization", mallory); status != 403 {
+		t.Fatalf("mallory releasing alice's reservation: %d %s; want 403", status, body)
 	}
 	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/TOKENS/reservations/tok-1/confirm", "", "Authorization", alice); status != 200 {
 		t.Fatalf("alice's confirm: %d %s; want 200", status, body)

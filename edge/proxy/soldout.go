@@ -12,20 +12,19 @@ import (
 // would refuse its body (its 400 is the backend's to give): those, and every reservation of a
 // voucher not known to be sold out, go to the backend, through the waiting room (waitroom.go).
 //
-// With shoppers' tokens on, subject is the token's, verified: the body is decoded in full, its
-// customerId must be the subject (auth.go), and the sold-out check reads that decode's orderId.
-// With tokens off, subject is "" and the orderId scanner reads the body only for a voucher
-// known to be sold out, as before.
+// With shoppers' tokens on, serve has asked the sold-out cache before checking the token (a new
+// order of a sold-out voucher gets its 409 without one), and subject is the token's, verified:
+// the body is decoded in full and its customerId must be the subject (auth.go). With tokens off,
+// subject is "" and the orderId scanner reads the body only for a voucher known to be sold out.
 func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte, subject string) {
 	var decoded *wire.ReserveRequest
-	if subject != "" {
+	if subject != "" { // serve asked the sold-out cache before it checked the token
 		req, ok := p.reservationFor(ctx, subject)
 		if !ok {
 			return
 		}
 		decoded = &req
-	}
-	if p.answeredFromMemory(ctx, code, decoded) {
+	} else if p.answeredFromMemory(ctx, code, nil) {
 		return
 	}
 	if !p.room.tryEnter() && !p.awaitSlot(ctx, code, decoded) {
