@@ -98,9 +98,15 @@ var openAPIScenarios = []scenario{
 	{name: "create without the admin token", method: "POST", uri: "/admin/vouchers", example: "normal", noToken: true, invalid: true,
 		status: 401, code: "UNAUTHORIZED", answer: "noToken"},
 
+	{name: "validate", method: "POST", uri: "/vouchers/FLASH100/validate", example: "first", status: 200, answer: "valid"},
+	{name: "validate an unknown voucher", method: "POST", uri: "/vouchers/NOPE/validate", example: "first", status: 404, code: "VOUCHER_NOT_FOUND"},
+	{name: "validate without orderAmount", method: "POST", uri: "/vouchers/FLASH100/validate",
+		body: `{"customerId":42,"orderId":"order-4"}`, invalid: true, status: 400, code: "BAD_REQUEST"},
 	{name: "reserve", method: "POST", uri: "/vouchers/FLASH100/reservations", example: "first", status: 201, answer: "first"},
+	{name: "validate a granted order", method: "POST", uri: "/vouchers/FLASH100/validate", example: "first", status: 200, answer: "valid"},
 	{name: "reserve the same order again", method: "POST", uri: "/vouchers/FLASH100/reservations", example: "retry", status: 201, answer: "first"},
 	{name: "reserve the last use", method: "POST", uri: "/vouchers/FLASH100/reservations", example: "secondCustomer", status: 201, answer: "secondCustomer"},
+	{name: "validate over the limit", method: "POST", uri: "/vouchers/FLASH100/validate", example: "soldOut", status: 200, code: "OUT_OF_STOCK", answer: "soldOut"},
 	{name: "reserve over the limit", method: "POST", uri: "/vouchers/FLASH100/reservations", example: "soldOut", status: 409, code: "OUT_OF_STOCK", answer: "soldOut"},
 	{name: "sold-out state with its holders", method: "GET", uri: "/vouchers/FLASH100/state", status: 200},
 	{name: "reserve without orderAmount", method: "POST", uri: "/vouchers/FLASH100/reservations",
@@ -123,6 +129,7 @@ var openAPIScenarios = []scenario{
 	{name: "state after a release", method: "GET", uri: "/vouchers/FLASH100/state", status: 200},
 	{name: "sold-out state of an unknown voucher", method: "GET", uri: "/vouchers/NOPE/state", status: 200},
 
+	{name: "validate below the minimum", method: "POST", uri: "/vouchers/WELCOME10/validate", example: "belowMinimum", status: 200, code: "NOT_ELIGIBLE", answer: "belowMinimum"},
 	{name: "reserve below the minimum", method: "POST", uri: "/vouchers/WELCOME10/reservations", example: "belowMinimum", status: 422, code: "NOT_ELIGIBLE", answer: "belowMinimum"},
 	{name: "reserve a normal voucher", method: "POST", uri: "/vouchers/WELCOME10/reservations", example: "normal", status: 201, answer: "normal"},
 

@@ -29,6 +29,32 @@ func (s *Server) reserve(ctx *fasthttp.RequestCtx, code string) {
 	respondJSON(ctx, fasthttp.StatusCreated, wire.ReserveResponse{OrderID: r.OrderID, DiscountAmount: r.DiscountAmount})
 }
 
+// validate answers POST /vouchers/{code}/validate, a dry run of a reservation with its body,
+// decoded and checked as the reservation's: 200 wire.ValidateResponse, valid with the discount
+// or not valid with the code the reservation would be refused with (a refusal is an answer to
+// the question, so 200, not the reservation's 409/422); 400, 404 and 503 as a reservation.
+func (s *Server) validate(ctx *fasthttp.RequestCtx, code string) {
+	req, err := decodeReserve(ctx.PostBody())
+	if err != nil {
+		badRequest(ctx, err)
+		return
+	}
+	c, cancel := s.context()
+	defer cancel()
+	r, err := s.vouchers.Validate(c, voucher.Request{
+		Code: code, CustomerID: string(req.CustomerID), OrderID: req.OrderID, OrderAmount: *req.OrderAmount,
+	})
+	if err == nil {
+		respondJSON(ctx, fasthttp.StatusOK, wire.ValidateResponse{Valid: true, DiscountAmount: &r.DiscountAmount})
+		return
+	}
+	if refused, ok := refusalCode(err); ok {
+		respondJSON(ctx, fasthttp.StatusOK, wire.ValidateResponse{Error: refused})
+		return
+	}
+	s.respondOutcome(ctx, err)
+}
+
 func (s *Server) confirm(ctx *fasthttp.RequestCtx, code, orderID string) {
 	s.changeReservation(ctx, code, orderID, s.vouchers.Confirm)
 }

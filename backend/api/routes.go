@@ -51,6 +51,8 @@ var endpoints = routeTable([]endpoint{
 
 	{Endpoint: Endpoint{"POST", "/vouchers/{code}/reservations"}, name: "reserve", on: vouchersOn,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.reserve(ctx, p.code) }},
+	{Endpoint: Endpoint{"POST", "/vouchers/{code}/validate"}, name: "validate", on: vouchersOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.validate(ctx, p.code) }},
 	{Endpoint: Endpoint{"POST", "/vouchers/{code}/reservations/{orderId}/confirm"}, name: "confirm", on: vouchersOn,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.confirm(ctx, p.code, p.order) }},
 	{Endpoint: Endpoint{"DELETE", "/vouchers/{code}/reservations/{orderId}"}, name: "release", on: vouchersOn,

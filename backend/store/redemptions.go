@@ -59,6 +59,20 @@ func (s *Store) Lookup(ctx context.Context, code, orderID string) (voucher.Looku
 	return l, nil
 }
 
+// CustomerUses counts, without locks, the customer's RESERVED and CONFIRMED redemptions of the
+// voucher: what the guarded write compares with per_user_limit (its free slot). Like Lookup, a
+// snapshot that may be a moment old.
+func (s *Store) CustomerUses(ctx context.Context, code, customerID string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM redemptions
+		WHERE voucher_code = $1 AND customer_id = $2 AND status IN ('RESERVED', 'CONFIRMED')`,
+		code, customerID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count uses of %s by %s: %w", code, customerID, err)
+	}
+	return n, nil
+}
+
 // ActiveRedemptions lists the voucher's RESERVED and CONFIRMED redemptions.
 func (s *Store) ActiveRedemptions(ctx context.Context, code string) ([]voucher.Redemption, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+redemptionColumns+` FROM redemptions

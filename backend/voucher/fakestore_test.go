@@ -122,6 +122,21 @@ func (s *fakeStore) Lookup(ctx context.Context, code, orderID string) (voucher.L
 	return l, nil
 }
 
+func (s *fakeStore) CustomerUses(ctx context.Context, code, customerID string) (int, error) {
+	if f := s.enter("CustomerUses"); f.err != nil {
+		return 0, f.err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.redemptions {
+		if r.VoucherCode == code && r.CustomerID == customerID && r.Active() {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (s *fakeStore) Reserve(ctx context.Context, h voucher.Hold, now time.Time) (voucher.Redemption, error) {
 	f := s.enter("Reserve", h.OrderID)
 	if f.err != nil && !f.commit {
