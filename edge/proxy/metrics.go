@@ -19,6 +19,7 @@ type metrics struct {
 	answers         *prometheus.CounterVec                 // by route, status and outcome code
 	soldOutAnswers  prometheus.Counter                     // answers{route=reserve,status=409,code=OUT_OF_STOCK}, resolved once
 	soldOut         prometheus.Counter                     // reservations answered 409 here
+	soldOutValid    prometheus.Counter                     // dry runs answered "not valid: OUT_OF_STOCK" here
 	holderForwards  prometheus.Counter                     // reservations of a sold-out voucher forwarded: a holder's retry (or a false positive)
 	unreadable      prometheus.Counter                     // reservations of a sold-out voucher forwarded: the backend would not read the body
 	slowReads       prometheus.Counter                     // reservations of a sold-out voucher whose body took the full decode
@@ -31,7 +32,7 @@ type metrics struct {
 }
 
 var routeNames = [...]string{
-	routeCheckout: "checkout", routeLocal: "local", routeReserve: "reserve", routeConfirm: "confirm",
+	routeCheckout: "checkout", routeLocal: "local", routeReserve: "reserve", routeValidate: "validate", routeConfirm: "confirm",
 	routeRelease: "release", routeQuota: "quota", routeNotFound: "not_found", routeBadCode: "bad_code",
 	routeBadOrder: "bad_order",
 }
@@ -46,6 +47,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	}
 	m := metrics{
 		soldOut:         counter("vg_edge_soldout_answers_total", "Reservations answered 409 OUT_OF_STOCK by the edge."),
+		soldOutValid:    counter("vg_edge_soldout_validate_answers_total", "Dry runs of reservations (validate) answered OUT_OF_STOCK by the edge."),
 		holderForwards:  counter("vg_edge_holder_forwards_total", "Reservations of a sold-out voucher forwarded because the order may hold a use."),
 		unreadable:      counter("vg_edge_unreadable_forwards_total", "Reservations of a sold-out voucher forwarded because the backend would refuse the body (it gets the backend's 400)."),
 		slowReads:       counter("vg_edge_slow_reads_total", "Reservations of a sold-out voucher whose orderId the fast scanner could not be certain of, read with a full JSON decode."),
@@ -75,7 +77,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		m.upstreamErrors[i] = upstream.WithLabelValues(strconv.Itoa(status))
 	}
 	if reg != nil {
-		reg.MustRegister(requests, duration, m.answers, upstream, m.soldOut, m.holderForwards, m.unreadable, m.learnedFrom409,
+		reg.MustRegister(requests, duration, m.answers, upstream, m.soldOut, m.soldOutValid, m.holderForwards, m.unreadable, m.learnedFrom409,
 			m.refreshesAsked, m.rejectedRequest, m.slowReads, m.bodyBudgetFull, m.reserveWaits)
 	}
 	return m

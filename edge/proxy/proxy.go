@@ -1,4 +1,4 @@
-// Package proxy is the edge's HTTP handler: it answers reservations for sold-out vouchers from
+// Package proxy is the edge's HTTP handler: it answers reservations (and their dry runs) for sold-out vouchers from
 // the sold-out cache, sends voucher and quota requests to the backend pool and everything else
 // to the checkout API, with bounded calls and clean headers, and answers its own /healthz and
 // /readyz.
@@ -121,12 +121,16 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) (r route) {
 		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "voucher code must match ^[A-Z0-9_-]{1,32}$")
 	case routeBadOrder:
 		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, wire.CheckID("orderId", string(m.order), wire.MaxOrderIDLen).Error())
-	default: // reserve, confirm, release, quota
+	default: // reserve, validate, confirm, release, quota
 		if !p.bodyFits(ctx, m.route) {
 			return
 		}
-		if m.route == routeReserve {
+		switch m.route {
+		case routeReserve:
 			p.reserve(ctx, m.code)
+			return
+		case routeValidate:
+			p.validate(ctx, m.code)
 			return
 		}
 		p.forward(ctx, p.opts.Backends, p.opts.BackendTimeout, nil)

@@ -11,7 +11,7 @@ import (
 // would refuse its body (its 400 is the backend's to give): those, and every reservation of a
 // voucher not known to be sold out, go to the backend, through the waiting room (waitroom.go).
 func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte) {
-	if p.answeredFromMemory(ctx, code) {
+	if p.answeredFromMemory(ctx, code, false) {
 		return
 	}
 	if !p.room.tryEnter() && !p.awaitSlot(ctx, code) {
@@ -21,10 +21,22 @@ func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte) {
 	p.forward(ctx, p.opts.Backends, p.opts.BackendTimeout, code)
 }
 
-// answeredFromMemory answers 409 OUT_OF_STOCK when code is known to be sold out and the
-// request's order holds no use of it, and reports whether it did. The orderId is read by the
-// fast scanner, or, for a body it cannot be certain of, by a full decode as the backend's.
-func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte) bool {
+// validate answers a reservation's dry run for a voucher known to be sold out with "not valid:
+// OUT_OF_STOCK", under the reservation's rule (an order that may hold a use, or a body the
+// backend would refuse, goes to the backend). Others go to the backend without the waiting
+// room: a dry run takes no use, so it does not queue for the reservations' share of the slots.
+func (p *Proxy) validate(ctx *fasthttp.RequestCtx, code []byte) {
+	if p.answeredFromMemory(ctx, code, true) {
+		return
+	}
+	p.forward(ctx, p.opts.Backends, p.opts.BackendTimeout, nil)
+}
+
+// answeredFromMemory answers the reservation's 409 OUT_OF_STOCK (dryRun: the dry run's "not
+// valid: OUT_OF_STOCK") when code is known to be sold out and the request's order holds no use
+// of it, and reports whether it did. The orderId is read by the fast scanner, or, for a body it
+// cannot be certain of, by a full decode as the backend's.
+func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte, dryRun bool) bool {
 	e, refresh := p.opts.SoldOut.Lookup(code, ctx.Time())
 	if e == nil {
 		return false
@@ -51,10 +63,15 @@ func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte) bool {
 		p.counts.holderForwards.Inc()
 		return false
 	}
-	p.counts.soldOut.Inc()
 	if id := ctx.Request.Header.Peek(headerRequestID); validRequestID(id) {
 		ctx.Response.Header.SetBytesV(headerRequestID, id)
 	}
+	if dryRun {
+		p.counts.soldOutValid.Inc()
+		answerSoldOutValidate(ctx)
+		return true
+	}
+	p.counts.soldOut.Inc()
 	answerSoldOut(ctx)
 	return true
 }

@@ -56,7 +56,7 @@ func (p *Proxy) awaitSlot(ctx *fasthttp.RequestCtx, code []byte) bool {
 	defer timer.Stop()
 	for {
 		soldOut := p.opts.SoldOut.SoldOut() // before the lookup: a sell-out stored after it still wakes us
-		if p.answeredFromMemory(ctx, code) {
+		if p.answeredFromMemory(ctx, code, false) {
 			return false
 		}
 		select {
