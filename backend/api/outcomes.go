@@ -87,8 +87,7 @@ func (s *Server) respondOutcome(ctx *fasthttp.RequestCtx, err error) {
 	}
 	var ex *quota.ExceededError
 	if errors.As(err, &ex) {
-		respondJSON(ctx, o.status, &wire.QuotaExceeded{Error: o.code, Message: ex.Error(),
-			Counter: counterWire(&ex.Counter), Requested: ex.Requested})
+		respondJSON(ctx, o.status, exceededWire(o.code, ex))
 		return
 	}
 	msg := o.message
@@ -96,4 +95,9 @@ func (s *Server) respondOutcome(ctx *fasthttp.RequestCtx, err error) {
 		msg = err.Error()
 	}
 	respondError(ctx, o.status, o.code, msg)
+}
+
+// exceededWire is the 409 body of a full counter, with its code.
+func exceededWire(code string, ex *quota.ExceededError) *wire.QuotaExceeded {
+	return &wire.QuotaExceeded{Error: code, Message: ex.Error(), Counter: counterWire(&ex.Counter), Requested: ex.Requested}
 }

@@ -62,6 +62,8 @@ var endpoints = routeTable([]endpoint{
 
 	{Endpoint: Endpoint{"POST", "/quotas/deduct"}, name: "quota_deduct", on: quotasOn,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.deduct(ctx) }},
+	{Endpoint: Endpoint{"POST", "/quotas/check"}, name: "quota_check", on: quotasOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.check(ctx) }},
 	{Endpoint: Endpoint{"POST", "/quotas/rollback"}, name: "quota_rollback", on: quotasOn,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.rollback(ctx) }},
 	{Endpoint: Endpoint{"GET", "/quotas/usage"}, name: "quota_usage", on: quotasOn,
