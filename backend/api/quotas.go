@@ -52,7 +52,7 @@ func (s *Server) check(ctx *fasthttp.RequestCtx) {
 			s.respondOutcome(ctx, err)
 			return
 		}
-		out := wire.QuotaCheckResponse{IdemKey: req.IdemKey, Error: refused}
+		out := wire.QuotaCheckResponse{IdemKey: req.IdemKey, Counters: []wire.QuotaCounter{}, Error: refused}
 		var ex *quota.ExceededError
 		if errors.As(err, &ex) {
 			out.Exceeded = exceededWire(refused, ex)

@@ -92,7 +92,7 @@ type QuotaExceeded struct {
 type QuotaCheckResponse struct {
 	Pass     bool           `json:"pass"`
 	IdemKey  string         `json:"idemKey"`
-	Counters []QuotaCounter `json:"counters,omitempty"` // when pass
+	Counters []QuotaCounter `json:"counters"`           // when pass (as the deduct's, maybe none); empty when not
 	Error    string         `json:"error,omitempty"`    // when not: QUOTA_EXCEEDED, QUOTA_ROLLED_BACK, IDEMPOTENCY_KEY_REUSED
 	Exceeded *QuotaExceeded `json:"exceeded,omitempty"` // when QUOTA_EXCEEDED: the deduct's 409 body
 }
