@@ -18,6 +18,7 @@ type metrics struct {
 	duration        [routeBadOrder + 1]prometheus.Observer // by route: from the request read to its answer ready
 	answers         *prometheus.CounterVec                 // by route, status and outcome code
 	soldOutAnswers  prometheus.Counter                     // answers{route=reserve,status=409,code=OUT_OF_STOCK}, resolved once
+	soldOutValids   prometheus.Counter                     // answers{route=validate,status=200,code=OUT_OF_STOCK}, resolved once
 	soldOut         prometheus.Counter                     // reservations answered 409 here
 	soldOutValid    prometheus.Counter                     // dry runs answered "not valid: OUT_OF_STOCK" here
 	holderForwards  prometheus.Counter                     // reservations of a sold-out voucher forwarded: a holder's retry (or a false positive)
@@ -71,6 +72,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		m.duration[r] = duration.WithLabelValues(routeNames[r])
 	}
 	m.soldOutAnswers = m.answers.WithLabelValues(routeNames[routeReserve], "409", wire.CodeOutOfStock)
+	m.soldOutValids = m.answers.WithLabelValues(routeNames[routeValidate], "200", wire.CodeOutOfStock)
 	upstream := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vg_edge_upstream_errors_total",
 		Help: "Failed upstream calls by the status the edge answered."}, []string{"status"})
 	for i, status := range upstreamStatuses {
@@ -91,20 +93,32 @@ func (m *metrics) upstreamError(status int) {
 	}
 }
 
-var errorPrefix = []byte(`{"error":"`)
+var (
+	errorPrefix    = []byte(`{"error":"`)
+	notValidPrefix = []byte(`{"valid":false,"error":"`) // a dry run's refusal: its code is the outcome
+)
 
-// answered counts and times the answer in ctx to a request of route r. The sold-out answer is
-// counted on a counter resolved once; others look theirs up by label.
+// answered counts and times the answer in ctx to a request of route r. The sold-out answers
+// (a reservation's, a dry run's) are counted on counters resolved once; others look theirs up
+// by label. A dry run's refusal is counted under its code.
 func (m *metrics) answered(r route, ctx *fasthttp.RequestCtx) {
 	m.duration[r].Observe(time.Since(ctx.Time()).Seconds())
 	status, body := ctx.Response.StatusCode(), ctx.Response.Body()
-	if r == routeReserve && status == fasthttp.StatusConflict && bytes.Equal(body, soldOutBody) {
+	switch {
+	case r == routeReserve && status == fasthttp.StatusConflict && bytes.Equal(body, soldOutBody):
 		m.soldOutAnswers.Inc()
+		return
+	case r == routeValidate && status == fasthttp.StatusOK && bytes.Equal(body, soldOutValidBody):
+		m.soldOutValids.Inc()
 		return
 	}
 	code := "OK"
-	if bytes.HasPrefix(body, errorPrefix) {
-		rest := body[len(errorPrefix):]
+	prefix := errorPrefix
+	if r == routeValidate && status == fasthttp.StatusOK {
+		prefix = notValidPrefix
+	}
+	if bytes.HasPrefix(body, prefix) {
+		rest := body[len(prefix):]
 		if end := bytes.IndexByte(rest, '"'); end > 0 && end <= 32 {
 			code = string(rest[:end])
 		}

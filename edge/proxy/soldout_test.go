@@ -127,6 +127,26 @@ func TestSoldOutPathAllocatesOnlyBigcachesCopies(t *testing.T) {
 	}
 }
 
+// A sold-out voucher's dry run allocates no more than its reservation.
+func TestSoldOutValidateAllocatesOnlyBigcachesCopies(t *testing.T) {
+	b := newFakeBackend(map[string]int{"FLASH": 1})
+	addr, _ := testkit.ServeHTTP(t, b.handle)
+	e := startEdge(t, edgeConfig{backends: []string{addr}})
+	_ = e.cache.Apply(soldOutState("FLASH", "o-1"))
+	ctx := soldOutRequest(`{"customerId":"c-1","orderId":"order-000001","orderAmount":1000}`)
+	ctx.Request.SetRequestURI("/vouchers/FLASH/validate")
+	n := testing.AllocsPerRun(1000, func() {
+		ctx.Response.Reset()
+		e.proxy.Handle(ctx)
+		if ctx.Response.StatusCode() != 200 {
+			panic(fmt.Sprintf("status %d", ctx.Response.StatusCode()))
+		}
+	})
+	if n > 2 {
+		t.Errorf("sold-out dry run allocates %v times; want at most bigcache's 2 copies", n)
+	}
+}
+
 func soldOutRequest(body string) *fasthttp.RequestCtx {
 	var req fasthttp.Request
 	req.Header.SetMethod("POST")
