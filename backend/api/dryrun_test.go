@@ -111,12 +111,16 @@ func TestValidateChangesNothingAndAgreesWithReserve(t *testing.T) {
 	})
 }
 
-// A few hundred dry runs during a flash sale, through the same backend as its reservations,
+// A few hundred dry runs during a sale (flash and normal), through the same backend as its reservations,
 // change no outcome: the invariants hold, exactly the uses are sold, and every granted order's
 // retry gets its grant again.
 func TestValidatesDuringASaleKeepTheInvariants(t *testing.T) {
+	forBothPaths(t, validatesDuringASale)
+}
+
+func validatesDuringASale(t *testing.T, flash bool) {
 	b := backendtest.Start(t, backendtest.Config(t))
-	b.CreateVoucher(t, backendtest.Voucher{Code: "SALE", Discount: 10, TotalLimit: 20, FlashSale: true})
+	b.CreateVoucher(t, backendtest.Voucher{Code: "SALE", Discount: 10, TotalLimit: 20, FlashSale: flash})
 	const reservations, validates = 100, 300
 	results := make([]answer, reservations)
 	checks := make([]answer, validates)

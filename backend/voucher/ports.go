@@ -20,10 +20,10 @@ type Store interface {
 	// Lookup reads the order's redemption and whether the voucher is sold out, without locks;
 	// ErrVoucherNotFound when no voucher has code.
 	Lookup(ctx context.Context, code, orderID string) (Lookup, error)
-	// CustomerUses counts the customer's RESERVED and CONFIRMED redemptions of the voucher,
-	// without locks (a dry run's read of what the guarded write would compare with
-	// per_user_limit).
-	CustomerUses(ctx context.Context, code, customerID string) (int, error)
+	// LookupCustomer is Lookup that also counts the customer's RESERVED and CONFIRMED
+	// redemptions of the voucher (Lookup.CustomerUses), all in one snapshot: a dry run's read
+	// of what the guarded write would compare with per_user_limit.
+	LookupCustomer(ctx context.Context, code, orderID, customerID string) (Lookup, error)
 	// Reserve takes one use for h in one transaction at now, or returns ErrOutOfStock,
 	// ErrNotEligible (closed at now), ErrAlreadyUsed (customer at limit), ErrOrderExists, or
 	// an infrastructure error (wrapping ErrNotWritten when certainly nothing was committed).

@@ -40,11 +40,12 @@ func (s *Service) Validate(ctx context.Context, req Request) (Redemption, error)
 	return s.validateInDB(ctx, v, req, grant)
 }
 
-// validateInDB reads what a normal reservation decides on: the lock-free lookup (a retry, or
-// sold out), then the customer's active uses, which the guarded write compares with
-// per_user_limit.
+// validateInDB reads what a normal reservation decides on, in one snapshot: the lock-free
+// lookup (a retry, or sold out) and the customer's active uses, which the guarded write
+// compares with per_user_limit. One snapshot, so an order of the customer's that commits
+// meanwhile is seen either as this order's row or not at all, never as the customer's limit.
 func (s *Service) validateInDB(ctx context.Context, v Voucher, req Request, grant Redemption) (Redemption, error) {
-	seen, err := s.store.Lookup(ctx, v.Code, req.OrderID)
+	seen, err := s.store.LookupCustomer(ctx, v.Code, req.OrderID, req.CustomerID)
 	switch {
 	case err != nil:
 		return Redemption{}, s.unavailable(err, "validate %s: look up order", v.Code)
@@ -52,12 +53,7 @@ func (s *Service) validateInDB(ctx context.Context, v Voucher, req Request, gran
 		return answerRetry(req, *seen.Existing)
 	case seen.SoldOut:
 		return Redemption{}, ErrOutOfStock
-	}
-	uses, err := s.store.CustomerUses(ctx, v.Code, req.CustomerID)
-	switch {
-	case err != nil:
-		return Redemption{}, s.unavailable(err, "validate %s: count the customer's uses", v.Code)
-	case uses >= v.PerUserLimit:
+	case seen.CustomerUses >= v.PerUserLimit:
 		return Redemption{}, ErrAlreadyUsed
 	}
 	return grant, nil

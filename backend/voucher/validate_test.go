@@ -11,7 +11,7 @@ import (
 )
 
 // readOnly are the fakes' methods that change nothing: a dry run may call only these.
-var readOnly = []string{"Voucher", "Lookup", "CustomerUses", "Redemption", "Peek", "Holding", "Remaining",
+var readOnly = []string{"Voucher", "Lookup", "LookupCustomer", "Redemption", "Peek", "Holding", "Remaining",
 	"Holders", "Missing", "Stats", "ActiveRedemptions", "FlashVouchers"}
 
 // Validate answers what Reserve then answers, calling only reading methods, for both paths.
