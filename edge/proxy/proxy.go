@@ -1,7 +1,7 @@
-// Package proxy is the edge's HTTP handler: it answers reservations (and their dry runs) for sold-out vouchers from
-// the sold-out cache, sends voucher and quota requests to the backend pool and everything else
-// to the checkout API, with bounded calls and clean headers, and answers its own /healthz and
-// /readyz.
+// Package proxy is the edge's HTTP handler: it answers reservations (and their dry runs) for
+// sold-out vouchers from the sold-out cache, sends voucher and quota requests to the backend
+// pool and everything else to the checkout API, with bounded calls and clean headers, and
+// answers its own /healthz and /readyz.
 //
 // A request's way: route by path (routes.go) → sold-out check for reservations (soldout.go) →
 // forward (forward.go) → relay the answer, or a JSON error (answers.go).
