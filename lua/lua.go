@@ -23,6 +23,8 @@ var (
 	holdSrc string
 	//go:embed recount.lua
 	recountSrc string
+	//go:embed peek.lua
+	peekSrc string
 )
 
 // Voucher gate scripts. redis.Script runs EVALSHA and falls back to EVAL once per server.
@@ -35,4 +37,6 @@ var (
 	Hold    = redis.NewScript(versionSrc + holdSrc)
 	Recount = redis.NewScript(versionSrc + recountSrc)
 	State   = redis.NewScript(stateSrc)
+	// Peek changes nothing: a dry run's read of what Reserve would decide on.
+	Peek = redis.NewScript(peekSrc)
 )

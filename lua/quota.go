@@ -19,6 +19,8 @@ var (
 	quotaCloseSrc string
 	//go:embed quota_usage.lua
 	quotaUsageSrc string
+	//go:embed quota_check.lua
+	quotaCheckSrc string
 )
 
 // Purchase quota scripts; see each file's header.
@@ -29,4 +31,5 @@ var (
 	QuotaSettle   = redis.NewScript(quotaSettleSrc)
 	QuotaClose    = redis.NewScript(quotaCloseSrc)
 	QuotaUsage    = redis.NewScript(quotaUsageSrc)
+	QuotaCheck    = redis.NewScript(quotaCheckSrc) // changes nothing: a deduct's dry run
 )

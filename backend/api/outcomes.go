@@ -63,6 +63,17 @@ func outcomeOf(err error) (outcome, bool) {
 	return unexpected, false
 }
 
+// refusalCode is the error code a dry run answers "not valid" with for err: the code of a
+// refusal (409 or 422) the real call would answer. Other errors (404, 503) are answered as
+// the real call's.
+func refusalCode(err error) (string, bool) {
+	o, known := outcomeOf(err)
+	if known && (o.status == fasthttp.StatusConflict || o.status == fasthttp.StatusUnprocessableEntity) {
+		return o.code, true
+	}
+	return "", false
+}
+
 // respondOutcome answers a service error from outcomes, logging the 503s: at warning level
 // when a store was unavailable, as an error when the failure was unexpected.
 func (s *Server) respondOutcome(ctx *fasthttp.RequestCtx, err error) {
@@ -76,8 +87,7 @@ func (s *Server) respondOutcome(ctx *fasthttp.RequestCtx, err error) {
 	}
 	var ex *quota.ExceededError
 	if errors.As(err, &ex) {
-		respondJSON(ctx, o.status, &wire.QuotaExceeded{Error: o.code, Message: ex.Error(),
-			Counter: counterWire(&ex.Counter), Requested: ex.Requested})
+		respondJSON(ctx, o.status, exceededWire(o.code, ex))
 		return
 	}
 	msg := o.message
@@ -85,4 +95,9 @@ func (s *Server) respondOutcome(ctx *fasthttp.RequestCtx, err error) {
 		msg = err.Error()
 	}
 	respondError(ctx, o.status, o.code, msg)
+}
+
+// exceededWire is the 409 body of a full counter, with its code.
+func exceededWire(code string, ex *quota.ExceededError) *wire.QuotaExceeded {
+	return &wire.QuotaExceeded{Error: code, Message: ex.Error(), Counter: counterWire(&ex.Counter), Requested: ex.Requested}
 }

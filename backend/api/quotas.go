@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 
 	"github.com/valyala/fasthttp"
 
@@ -31,6 +32,41 @@ func (s *Server) deduct(ctx *fasthttp.RequestCtx, subject string) {
 		return
 	}
 	out := wire.QuotaDeductResponse{IdemKey: res.IdemKey, Counters: make([]wire.QuotaCounter, len(res.Counters))}
+	for i := range res.Counters {
+		out.Counters[i] = counterWire(&res.Counters[i])
+	}
+	respondJSON(ctx, fasthttp.StatusOK, &out)
+}
+
+// check answers POST /quotas/check, a deduct's dry run with its body, decoded and checked as
+// the deduct's: 200 wire.QuotaCheckResponse, passing with the counters a deduct would reach or
+// not with the code (and for QUOTA_EXCEEDED the 409 body) it would be refused with; 400, 413,
+// 503 as a deduct. A refusal is an answer to the question, so a 200.
+func (s *Server) check(ctx *fasthttp.RequestCtx, subject string) {
+	req, items, err := decodeDeduct(ctx.PostBody(), s.readDeduct)
+	if err != nil {
+		badRequest(ctx, err)
+		return
+	}
+	if !s.subjectMayDeduct(ctx, subject, items) {
+		return
+	}
+	res, err := s.quotas.Check(context.Background(), req.BizID, req.IdemKey, items)
+	if err != nil {
+		refused, ok := refusalCode(err)
+		if !ok {
+			s.respondOutcome(ctx, err)
+			return
+		}
+		out := wire.QuotaCheckResponse{IdemKey: req.IdemKey, Counters: []wire.QuotaCounter{}, Error: refused}
+		var ex *quota.ExceededError
+		if errors.As(err, &ex) {
+			out.Exceeded = exceededWire(refused, ex)
+		}
+		respondJSON(ctx, fasthttp.StatusOK, &out)
+		return
+	}
+	out := wire.QuotaCheckResponse{Pass: true, IdemKey: res.IdemKey, Counters: make([]wire.QuotaCounter, len(res.Counters))}
 	for i := range res.Counters {
 		out.Counters[i] = counterWire(&res.Counters[i])
 	}

@@ -32,6 +32,35 @@ func (s *Server) reserve(ctx *fasthttp.RequestCtx, p params) {
 	respondJSON(ctx, fasthttp.StatusCreated, wire.ReserveResponse{OrderID: r.OrderID, DiscountAmount: r.DiscountAmount})
 }
 
+// validate answers POST /vouchers/{code}/validate, a dry run of a reservation with its body,
+// decoded and checked as the reservation's: 200 wire.ValidateResponse, valid with the discount
+// or not valid with the code the reservation would be refused with (a refusal is an answer to
+// the question, so 200, not the reservation's 409/422); 400, 404 and 503 as a reservation.
+func (s *Server) validate(ctx *fasthttp.RequestCtx, p params) {
+	req, err := decodeReserve(ctx.PostBody())
+	if err != nil {
+		badRequest(ctx, err)
+		return
+	}
+	if !s.subjectMayReserve(ctx, p.subject, string(req.CustomerID)) {
+		return
+	}
+	c, cancel := s.context()
+	defer cancel()
+	r, err := s.vouchers.Validate(c, voucher.Request{
+		Code: p.code, CustomerID: string(req.CustomerID), OrderID: req.OrderID, OrderAmount: *req.OrderAmount,
+	})
+	if err == nil {
+		respondJSON(ctx, fasthttp.StatusOK, wire.ValidateResponse{Valid: true, DiscountAmount: &r.DiscountAmount})
+		return
+	}
+	if refused, ok := refusalCode(err); ok {
+		respondJSON(ctx, fasthttp.StatusOK, wire.ValidateResponse{Error: refused})
+		return
+	}
+	s.respondOutcome(ctx, err)
+}
+
 func (s *Server) confirm(ctx *fasthttp.RequestCtx, p params) {
 	s.changeReservation(ctx, p, s.vouchers.Confirm)
 }

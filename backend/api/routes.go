@@ -58,6 +58,8 @@ var endpoints = routeTable([]endpoint{
 
 	{Endpoint: Endpoint{"POST", "/vouchers/{code}/reservations"}, name: "reserve", on: vouchersOn, scopes: apikeys.Reserve,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.reserve(ctx, p) }},
+	{Endpoint: Endpoint{"POST", "/vouchers/{code}/validate"}, name: "validate", on: vouchersOn, scopes: apikeys.Reserve,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.validate(ctx, p) }},
 	{Endpoint: Endpoint{"POST", "/vouchers/{code}/reservations/{orderId}/confirm"}, name: "confirm", on: vouchersOn, scopes: apikeys.Reserve,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.confirm(ctx, p) }},
 	{Endpoint: Endpoint{"DELETE", "/vouchers/{code}/reservations/{orderId}"}, name: "release", on: vouchersOn, scopes: apikeys.Reserve,
@@ -67,6 +69,8 @@ var endpoints = routeTable([]endpoint{
 
 	{Endpoint: Endpoint{"POST", "/quotas/deduct"}, name: "quota_deduct", on: quotasOn, scopes: apikeys.Quota,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.deduct(ctx, p.subject) }},
+	{Endpoint: Endpoint{"POST", "/quotas/check"}, name: "quota_check", on: quotasOn, scopes: apikeys.Quota,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.check(ctx, p.subject) }},
 	{Endpoint: Endpoint{"POST", "/quotas/rollback"}, name: "quota_rollback", on: quotasOn, scopes: apikeys.Quota,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.rollback(ctx, p.subject) }},
 	{Endpoint: Endpoint{"GET", "/quotas/usage"}, name: "quota_usage", on: quotasOn, scopes: apikeys.Quota | apikeys.Read,

@@ -137,6 +137,36 @@ func (g *Gate) Holding(ctx context.Context, code, orderID string) (voucher.Holde
 	return h, true, nil
 }
 
+// Peek runs peek.lua, which changes nothing.
+func (g *Gate) Peek(ctx context.Context, code, orderID, customerID string) (voucher.GatePeek, error) {
+	res, err := lua.Peek.Run(ctx, g.rdb, g.keys(code).List(), customerID, orderID).Slice()
+	if err != nil {
+		return voucher.GatePeek{}, fmt.Errorf("gate peek %s/%s: %w", code, orderID, err)
+	}
+	var status int64 = 2 // none of the replies below
+	if len(res) > 0 {
+		status, _ = res[0].(int64)
+	}
+	switch {
+	case status == 1 && len(res) == 2:
+		s, _ := res[1].(string)
+		h, err := parseHolder(s)
+		if err != nil {
+			return voucher.GatePeek{}, fmt.Errorf("gate peek %s/%s: %w", code, orderID, err)
+		}
+		return voucher.GatePeek{Loaded: true, Holder: &h}, nil
+	case status == -3:
+		return voucher.GatePeek{}, nil
+	case status == 0 && len(res) == 3:
+		remaining, ok1 := res[1].(int64)
+		uses, ok2 := res[2].(int64)
+		if ok1 && ok2 {
+			return voucher.GatePeek{Loaded: true, Remaining: remaining, CustomerUses: uses}, nil
+		}
+	}
+	return voucher.GatePeek{}, fmt.Errorf("gate peek %s/%s: script replied %v", code, orderID, res)
+}
+
 // Remaining returns the uses left and whether the voucher is loaded.
 func (g *Gate) Remaining(ctx context.Context, code string) (int64, bool, error) {
 	n, err := g.rdb.Get(ctx, g.keys(code).Remaining).Int64()

@@ -113,10 +113,16 @@ func (s *Service) deduct(ctx context.Context, bizID int64, idemKey string, items
 
 // refused turns a step's refusal into the error to answer, or nil.
 func (s *Service) refused(idemKey string, steps []step, results []stepResult, i int) error {
+	if results[i].status == stepReplayed {
+		s.metrics.replayed.Add(1)
+	}
+	return refusal(idemKey, steps, results, i)
+}
+
+// refusal is the error a step's refusal answers, or nil.
+func refusal(idemKey string, steps []step, results []stepResult, i int) error {
 	r := &results[i]
 	switch r.status {
-	case stepReplayed:
-		s.metrics.replayed.Add(1)
 	case stepFull:
 		st := &steps[i]
 		c := &st.counters[r.full]

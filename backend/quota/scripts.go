@@ -217,7 +217,7 @@ func (sc *scripts) settle(ctx context.Context, reqKey, op string, gen int64) (in
 // loadScripts loads every quota script (on every master of a cluster), so the first calls
 // need no EVAL. After a Redis restart redis.Script loads them again on its own.
 func (sc *scripts) loadScripts(ctx context.Context) error {
-	for _, s := range []*redis.Script{lua.QuotaDeduct, lua.QuotaGiveBack, lua.QuotaRegister, lua.QuotaSettle, lua.QuotaClose, lua.QuotaUsage} {
+	for _, s := range []*redis.Script{lua.QuotaDeduct, lua.QuotaGiveBack, lua.QuotaRegister, lua.QuotaSettle, lua.QuotaClose, lua.QuotaUsage, lua.QuotaCheck} {
 		if err := s.Load(ctx, sc.rdb).Err(); err != nil {
 			return fmt.Errorf("load quota scripts: %w", err)
 		}
@@ -325,6 +325,22 @@ func (sc *scripts) record(ctx context.Context, base, idemKey string) (state, att
 // close marks a request rolled back and returns the identities its deducts noted.
 func (sc *scripts) close(ctx context.Context, reqKey string) ([]string, error) {
 	return lua.QuotaClose.Run(ctx, sc.rdb, []string{reqKey}, sc.idemTTL).StringSlice()
+}
+
+// check runs quota_check.lua: what quota_deduct.lua would answer for the step now, in its
+// shapes (stepTaken: would take, with the counters it would reach), changing nothing.
+func (sc *scripts) check(ctx context.Context, st *step, idemKey string, nowMs int64) (stepResult, error) {
+	keys, args := sc.deductCall(st, idemKey, "", nowMs)
+	v, err := lua.QuotaCheck.Run(ctx, sc.rdb, keys, args...).Result()
+	if err != nil {
+		return stepResult{}, err
+	}
+	return parseStep(v)
+}
+
+// rolledBack reads whether the request's record marks it rolled back, changing nothing.
+func (sc *scripts) rolledBack(ctx context.Context, reqKey string) (bool, error) {
+	return sc.rdb.HExists(ctx, reqKey, "!").Result()
 }
 
 // usage reads counters without changing what they count.

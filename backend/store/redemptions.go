@@ -37,16 +37,35 @@ func (s *Store) Redemption(ctx context.Context, orderID string) (voucher.Redempt
 // voucher has no use left. A snapshot may be a moment old: it can refuse a use that a release
 // just gave back (under-allocation), never grant one.
 func (s *Store) Lookup(ctx context.Context, code, orderID string) (voucher.Lookup, error) {
+	return s.lookup(ctx, `SELECT v.used_count >= v.total_limit, 0, `+lookupOrderColumns+`
+		FROM vouchers v LEFT JOIN redemptions r ON r.order_id = $2
+		WHERE v.code = $1`, code, orderID)
+}
+
+// LookupCustomer is Lookup with the customer's active redemptions of the voucher counted in
+// the same statement, so in the same snapshot (a dry run's read of what the guarded write
+// compares with per_user_limit). The hot path's Lookup stays without the count.
+func (s *Store) LookupCustomer(ctx context.Context, code, orderID, customerID string) (voucher.Lookup, error) {
+	return s.lookup(ctx, `SELECT v.used_count >= v.total_limit,
+			(SELECT count(*) FROM redemptions c WHERE c.voucher_code = v.code AND c.customer_id = $3
+				AND c.status IN ('RESERVED', 'CONFIRMED')), `+lookupOrderColumns+`
+		FROM vouchers v LEFT JOIN redemptions r ON r.order_id = $2
+		WHERE v.code = $1`, code, orderID, customerID)
+}
+
+// lookupOrderColumns are the order's redemption, if any, in a lookup (r LEFT JOINed).
+const lookupOrderColumns = `r.order_id IS NOT NULL,
+		coalesce(r.voucher_code, ''), coalesce(r.customer_id, ''), coalesce(r.order_id, ''),
+		coalesce(r.status, ''), coalesce(r.order_amount, 0), coalesce(r.discount_amount, 0),
+		coalesce(r.reserved_at, 'epoch'), coalesce(r.hold_expires_at, 'epoch')`
+
+// lookup runs a lookup query (args: code, orderID, ...) and reads its row.
+func (s *Store) lookup(ctx context.Context, query, code, orderID string, more ...any) (voucher.Lookup, error) {
 	var l voucher.Lookup
 	var r voucher.Redemption
 	var found bool
-	err := s.pool.QueryRow(ctx, `SELECT v.used_count >= v.total_limit, r.order_id IS NOT NULL,
-			coalesce(r.voucher_code, ''), coalesce(r.customer_id, ''), coalesce(r.order_id, ''),
-			coalesce(r.status, ''), coalesce(r.order_amount, 0), coalesce(r.discount_amount, 0),
-			coalesce(r.reserved_at, 'epoch'), coalesce(r.hold_expires_at, 'epoch')
-		FROM vouchers v LEFT JOIN redemptions r ON r.order_id = $2
-		WHERE v.code = $1`, code, orderID).Scan(&l.SoldOut, &found, &r.VoucherCode, &r.CustomerID, &r.OrderID,
-		&r.Status, &r.OrderAmount, &r.DiscountAmount, &r.ReservedAt, &r.HoldExpiresAt)
+	err := s.pool.QueryRow(ctx, query, append([]any{code, orderID}, more...)...).Scan(&l.SoldOut, &l.CustomerUses, &found,
+		&r.VoucherCode, &r.CustomerID, &r.OrderID, &r.Status, &r.OrderAmount, &r.DiscountAmount, &r.ReservedAt, &r.HoldExpiresAt)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return l, voucher.ErrVoucherNotFound

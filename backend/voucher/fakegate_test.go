@@ -142,6 +142,23 @@ func (g *fakeGate) Holding(ctx context.Context, code, orderID string) (voucher.H
 	return voucher.Holder{}, false, nil
 }
 
+func (g *fakeGate) Peek(ctx context.Context, code, orderID, customerID string) (voucher.GatePeek, error) {
+	if err := g.enter("Peek", orderID); err != nil {
+		return voucher.GatePeek{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gv, loaded := g.vouchers[code]
+	switch {
+	case !loaded:
+		return voucher.GatePeek{}, nil
+	case gv.held(orderID):
+		h := gv.orders[orderID]
+		return voucher.GatePeek{Loaded: true, Holder: &h}, nil
+	}
+	return voucher.GatePeek{Loaded: true, Remaining: gv.remaining, CustomerUses: int64(gv.users[customerID])}, nil
+}
+
 func (g *fakeGate) Remaining(ctx context.Context, code string) (int64, bool, error) {
 	if err := g.enter("Remaining", ""); err != nil {
 		return 0, false, err

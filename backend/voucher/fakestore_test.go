@@ -122,6 +122,28 @@ func (s *fakeStore) Lookup(ctx context.Context, code, orderID string) (voucher.L
 	return l, nil
 }
 
+func (s *fakeStore) LookupCustomer(ctx context.Context, code, orderID, customerID string) (voucher.Lookup, error) {
+	if f := s.enter("LookupCustomer", orderID); f.err != nil {
+		return voucher.Lookup{}, f.err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.vouchers[code]
+	if !ok {
+		return voucher.Lookup{}, voucher.ErrVoucherNotFound
+	}
+	l := voucher.Lookup{SoldOut: v.used >= v.TotalLimit}
+	if r, ok := s.redemptions[orderID]; ok {
+		l.Existing = &r
+	}
+	for _, r := range s.redemptions {
+		if r.VoucherCode == code && r.CustomerID == customerID && r.Active() {
+			l.CustomerUses++
+		}
+	}
+	return l, nil
+}
+
 func (s *fakeStore) Reserve(ctx context.Context, h voucher.Hold, now time.Time) (voucher.Redemption, error) {
 	f := s.enter("Reserve", h.OrderID)
 	if f.err != nil && !f.commit {

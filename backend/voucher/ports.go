@@ -20,6 +20,10 @@ type Store interface {
 	// Lookup reads the order's redemption and whether the voucher is sold out, without locks;
 	// ErrVoucherNotFound when no voucher has code.
 	Lookup(ctx context.Context, code, orderID string) (Lookup, error)
+	// LookupCustomer is Lookup that also counts the customer's RESERVED and CONFIRMED
+	// redemptions of the voucher (Lookup.CustomerUses), all in one snapshot: a dry run's read
+	// of what the guarded write would compare with per_user_limit.
+	LookupCustomer(ctx context.Context, code, orderID, customerID string) (Lookup, error)
 	// Reserve takes one use for h in one transaction at now, or returns ErrOutOfStock,
 	// ErrNotEligible (closed at now), ErrAlreadyUsed (customer at limit), ErrOrderExists, or
 	// an infrastructure error (wrapping ErrNotWritten when certainly nothing was committed).
@@ -68,6 +72,16 @@ type GateResult struct {
 	Holder    Holder
 }
 
+// GatePeek is what the gate holds for one order and customer, read without changing anything:
+// the order's holder if it holds a use; otherwise, when loaded, the uses left and the
+// customer's active uses.
+type GatePeek struct {
+	Loaded       bool
+	Holder       *Holder
+	Remaining    int64
+	CustomerUses int64
+}
+
 // Holder says which attempt of which customer's order holds a use in the gate, since when.
 // Attempt tells apart two tries of one order, so one never gives back the other's use.
 type Holder struct {
@@ -94,6 +108,9 @@ type Gate interface {
 	Load(ctx context.Context, v Voucher, active []Redemption) (remaining int64, err error)
 	// Holding returns the holder of orderID, if any.
 	Holding(ctx context.Context, code, orderID string) (Holder, bool, error)
+	// Peek reads what Reserve would decide on for the order and customer, changing nothing:
+	// no use is taken, no version raised.
+	Peek(ctx context.Context, code, orderID, customerID string) (GatePeek, error)
 	// Remaining returns the uses left, and false if the voucher is not loaded.
 	Remaining(ctx context.Context, code string) (int64, bool, error)
 	// Orders lists the orderIds holding a use.

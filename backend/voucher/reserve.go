@@ -29,14 +29,7 @@ func (s *Service) Reserve(ctx context.Context, req Request) (Redemption, error) 
 	}
 	now := s.cfg.Clock.Now()
 	if !v.Open(now) || req.OrderAmount < v.MinOrderAmount {
-		// A granted order keeps its answer after the voucher ended. Before the start no order
-		// can exist, so the crowd waiting for the opening costs no lookup.
-		if !now.Before(v.StartsAt) {
-			if r, err := s.store.Redemption(ctx, req.OrderID); err == nil {
-				return answerRetry(req, r)
-			}
-		}
-		return Redemption{}, ErrNotEligible
+		return s.closed(ctx, v, req, now)
 	}
 	h := Hold{
 		VoucherCode:    v.Code,

@@ -62,8 +62,9 @@ type Written struct {
 // Lookup is what a normal reservation reads before it takes a use: the order's redemption,
 // if any, and whether the voucher has no use left.
 type Lookup struct {
-	Existing *Redemption
-	SoldOut  bool
+	Existing     *Redemption
+	SoldOut      bool
+	CustomerUses int // the customer's active redemptions of the voucher: LookupCustomer only
 }
 
 // Usage is a voucher with its counts by status, for the admin API.

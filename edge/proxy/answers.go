@@ -21,6 +21,8 @@ const (
 var (
 	contentTypeJSON = []byte("application/json")
 	soldOutBody     = []byte(`{"error":"` + wire.CodeOutOfStock + `"}`)
+	// soldOutValidBody is wire.ValidateResponse for a sold-out voucher.
+	soldOutValidBody = []byte(`{"valid":false,"error":"` + wire.CodeOutOfStock + `"}`)
 )
 
 // answer writes a JSON error. Messages are the edge's own words, never an error's text.
@@ -39,6 +41,14 @@ func answerSoldOut(ctx *fasthttp.RequestCtx) {
 	ctx.SetStatusCode(fasthttp.StatusConflict)
 	ctx.Response.Header.SetContentTypeBytes(contentTypeJSON)
 	ctx.Response.SetBodyRaw(soldOutBody)
+}
+
+// answerSoldOutValidate writes the dry run's answer for a sold-out voucher: 200, not valid,
+// OUT_OF_STOCK, what the backend would answer. It does not allocate.
+func answerSoldOutValidate(ctx *fasthttp.RequestCtx) {
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.Response.Header.SetContentTypeBytes(contentTypeJSON)
+	ctx.Response.SetBodyRaw(soldOutValidBody)
 }
 
 // upstreamFailure maps a failed call to its answer.

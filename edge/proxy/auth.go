@@ -114,7 +114,7 @@ func (p *Proxy) reservationFor(ctx *fasthttp.RequestCtx, subject string) (wire.R
 // It answers 400 or 403 and returns false when the call may not go on.
 func (p *Proxy) quotaFor(ctx *fasthttp.RequestCtx, subject string) bool {
 	switch string(ctx.Path()) {
-	case "/quotas/deduct":
+	case "/quotas/deduct", "/quotas/check":
 		req, ok := decodeDeduct(ctx.Request.Body())
 		if !ok {
 			p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "the body must be a JSON object with bizId, idemKey and items, nothing else")

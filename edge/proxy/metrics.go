@@ -18,7 +18,9 @@ type metrics struct {
 	duration        [routeBadOrder + 1]prometheus.Observer // by route: from the request read to its answer ready
 	answers         *prometheus.CounterVec                 // by route, status and outcome code
 	soldOutAnswers  prometheus.Counter                     // answers{route=reserve,status=409,code=OUT_OF_STOCK}, resolved once
+	soldOutValids   prometheus.Counter                     // answers{route=validate,status=200,code=OUT_OF_STOCK}, resolved once
 	soldOut         prometheus.Counter                     // reservations answered 409 here
+	soldOutValid    prometheus.Counter                     // dry runs answered "not valid: OUT_OF_STOCK" here
 	holderForwards  prometheus.Counter                     // reservations of a sold-out voucher forwarded: a holder's retry (or a false positive)
 	unreadable      prometheus.Counter                     // reservations of a sold-out voucher forwarded: the backend would not read the body
 	slowReads       prometheus.Counter                     // reservations of a sold-out voucher whose body took the full decode
@@ -33,7 +35,7 @@ type metrics struct {
 }
 
 var routeNames = [...]string{
-	routeCheckout: "checkout", routeLocal: "local", routeReserve: "reserve", routeConfirm: "confirm",
+	routeCheckout: "checkout", routeLocal: "local", routeReserve: "reserve", routeValidate: "validate", routeConfirm: "confirm",
 	routeRelease: "release", routeQuota: "quota", routeNotFound: "not_found", routeBadCode: "bad_code",
 	routeBadOrder: "bad_order",
 }
@@ -48,6 +50,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	}
 	m := metrics{
 		soldOut:         counter("vg_edge_soldout_answers_total", "Reservations answered 409 OUT_OF_STOCK by the edge."),
+		soldOutValid:    counter("vg_edge_soldout_validate_answers_total", "Dry runs of reservations (validate) answered OUT_OF_STOCK by the edge."),
 		holderForwards:  counter("vg_edge_holder_forwards_total", "Reservations of a sold-out voucher forwarded because the order may hold a use."),
 		unreadable:      counter("vg_edge_unreadable_forwards_total", "Reservations of a sold-out voucher forwarded because the backend would refuse the body (it gets the backend's 400)."),
 		slowReads:       counter("vg_edge_slow_reads_total", "Reservations of a sold-out voucher whose orderId the fast scanner could not be certain of, read with a full JSON decode."),
@@ -74,14 +77,15 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		m.duration[r] = duration.WithLabelValues(routeNames[r])
 	}
 	m.soldOutAnswers = m.answers.WithLabelValues(routeNames[routeReserve], "409", wire.CodeOutOfStock)
+	m.soldOutValids = m.answers.WithLabelValues(routeNames[routeValidate], "200", wire.CodeOutOfStock)
 	upstream := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vg_edge_upstream_errors_total",
 		Help: "Failed upstream calls by the status the edge answered."}, []string{"status"})
 	for i, status := range upstreamStatuses {
 		m.upstreamErrors[i] = upstream.WithLabelValues(strconv.Itoa(status))
 	}
 	if reg != nil {
-		reg.MustRegister(requests, duration, m.answers, upstream, m.soldOut, m.holderForwards, m.unreadable, m.learnedFrom409,
-			m.refreshesAsked, m.rejectedRequest, m.slowReads, m.bodyBudgetFull, m.reserveWaits,
+		reg.MustRegister(requests, duration, m.answers, upstream, m.soldOut, m.soldOutValid, m.holderForwards, m.unreadable,
+			m.learnedFrom409, m.refreshesAsked, m.rejectedRequest, m.slowReads, m.bodyBudgetFull, m.reserveWaits,
 			m.tokensRefused, m.subjectRefused)
 	}
 	return m
@@ -95,20 +99,32 @@ func (m *metrics) upstreamError(status int) {
 	}
 }
 
-var errorPrefix = []byte(`{"error":"`)
+var (
+	errorPrefix    = []byte(`{"error":"`)
+	notValidPrefix = []byte(`{"valid":false,"error":"`) // a dry run's refusal: its code is the outcome
+)
 
-// answered counts and times the answer in ctx to a request of route r. The sold-out answer is
-// counted on a counter resolved once; others look theirs up by label.
+// answered counts and times the answer in ctx to a request of route r. The sold-out answers
+// (a reservation's, a dry run's) are counted on counters resolved once; others look theirs up
+// by label. A dry run's refusal is counted under its code.
 func (m *metrics) answered(r route, ctx *fasthttp.RequestCtx) {
 	m.duration[r].Observe(time.Since(ctx.Time()).Seconds())
 	status, body := ctx.Response.StatusCode(), ctx.Response.Body()
-	if r == routeReserve && status == fasthttp.StatusConflict && bytes.Equal(body, soldOutBody) {
+	switch {
+	case r == routeReserve && status == fasthttp.StatusConflict && bytes.Equal(body, soldOutBody):
 		m.soldOutAnswers.Inc()
+		return
+	case r == routeValidate && status == fasthttp.StatusOK && bytes.Equal(body, soldOutValidBody):
+		m.soldOutValids.Inc()
 		return
 	}
 	code := "OK"
-	if bytes.HasPrefix(body, errorPrefix) {
-		rest := body[len(errorPrefix):]
+	prefix := errorPrefix
+	if r == routeValidate && status == fasthttp.StatusOK {
+		prefix = notValidPrefix
+	}
+	if bytes.HasPrefix(body, prefix) {
+		rest := body[len(prefix):]
 		if end := bytes.IndexByte(rest, '"'); end > 0 && end <= 32 {
 			code = string(rest[:end])
 		}

@@ -1,7 +1,7 @@
-// Package proxy is the edge's HTTP handler: it answers reservations for sold-out vouchers from
-// the sold-out cache, sends voucher and quota requests to the backend pool and everything else
-// to the checkout API, with bounded calls and clean headers, and answers its own /healthz and
-// /readyz.
+// Package proxy is the edge's HTTP handler: it answers reservations (and their dry runs) for
+// sold-out vouchers from the sold-out cache, sends voucher and quota requests to the backend
+// pool and everything else to the checkout API, with bounded calls and clean headers, and
+// answers its own /healthz and /readyz.
 //
 // A request's way: route by path (routes.go) → with shoppers' tokens on, the token and its
 // subject (auth.go) → sold-out check for reservations (soldout.go) → forward (forward.go), with
@@ -130,7 +130,7 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) (r route) {
 		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "voucher code must match ^[A-Z0-9_-]{1,32}$")
 	case routeBadOrder:
 		p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, wire.CheckID("orderId", string(m.order), wire.MaxOrderIDLen).Error())
-	default: // reserve, confirm, release, quota
+	default: // reserve, validate, confirm, release, quota
 		if !p.bodyFits(ctx, m.route) {
 			return
 		}
@@ -138,7 +138,8 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) (r route) {
 		if p.opts.Tokens != nil {
 			// A new order of a sold-out voucher is answered before its token is checked: that 409
 			// takes nothing and tells nothing, and the shield keeps its cost under a flood.
-			if m.route == routeReserve && p.answeredFromMemory(ctx, m.code, nil) {
+			dryRun := m.route == routeValidate
+			if (m.route == routeReserve || dryRun) && p.answeredFromMemory(ctx, m.code, nil, dryRun) {
 				return
 			}
 			var ok bool
@@ -149,6 +150,9 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) (r route) {
 		switch {
 		case m.route == routeReserve:
 			p.reserve(ctx, m.code, subject)
+			return
+		case m.route == routeValidate:
+			p.validate(ctx, m.code, subject)
 			return
 		case m.route == routeQuota && subject != "" && !p.quotaFor(ctx, subject):
 			return

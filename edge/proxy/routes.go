@@ -13,9 +13,10 @@ const (
 	routeCheckout route = iota // anything else: the checkout API
 	routeLocal                 // the edge's own /healthz, /readyz
 	routeReserve               // POST /vouchers/{code}/reservations: may be answered here
+	routeValidate              // POST /vouchers/{code}/validate, a reservation's dry run: may be answered here
 	routeConfirm               // POST /vouchers/{code}/reservations/{orderId}/confirm
 	routeRelease               // DELETE /vouchers/{code}/reservations/{orderId}
-	routeQuota                 // /quotas/deduct, /quotas/rollback, /quotas/usage
+	routeQuota                 // /quotas/deduct, /quotas/rollback, /quotas/check, /quotas/usage
 	routeNotFound              // a backend path that does not exist, or one the edge hides
 	routeBadCode               // a voucher path with an invalid code
 	routeBadOrder              // a reservation path with an invalid orderId
@@ -36,6 +37,7 @@ var (
 	prefixAdmin    = []byte("/admin")
 	segReservation = []byte("reservations")
 	segConfirm     = []byte("confirm")
+	segValidate    = []byte("validate")
 )
 
 // matchPath routes a normalized, decoded path (fasthttp's ctx.Path). It does not allocate.
@@ -55,7 +57,7 @@ func matchPath(path []byte) match {
 		return matchVoucher(path[len(prefixVouchers):])
 	case bytes.HasPrefix(path, prefixQuotas):
 		switch string(path[len(prefixQuotas):]) {
-		case "deduct", "rollback":
+		case "deduct", "rollback", "check":
 			return match{route: routeQuota, allow: "POST"}
 		case "usage":
 			return match{route: routeQuota, allow: "GET"}
@@ -72,6 +74,9 @@ func matchVoucher(rest []byte) match {
 		return match{route: routeBadCode}
 	}
 	seg, rest, more := bytes.Cut(rest, []byte{'/'})
+	if !more && bytes.Equal(seg, segValidate) {
+		return match{route: routeValidate, allow: "POST", code: code}
+	}
 	if !bytes.Equal(seg, segReservation) {
 		return match{route: routeNotFound} // includes /state: for edges, not for clients
 	}

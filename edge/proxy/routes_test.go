@@ -19,6 +19,10 @@ func TestMatchPath(t *testing.T) {
 		{"/vouchers/FLASH/reservations/o-1", routeRelease, "DELETE", "FLASH", "o-1"},
 		{"/vouchers/FLASH/reservations/", routeBadOrder, "DELETE", "FLASH", ""},
 		{"/vouchers/FLASH/state", routeNotFound, "", "", ""},
+		{"/vouchers/FLASH/validate", routeValidate, "POST", "FLASH", ""},
+		{"/vouchers/FLASH/validate/x", routeNotFound, "", "", ""},
+		{"/vouchers/bad/validate", routeBadCode, "", "", ""},
+		{"/quotas/check", routeQuota, "POST", "", ""},
 		{"/vouchers/FLASH", routeNotFound, "", "", ""},
 		{"/vouchers/", routeBadCode, "", "", ""},
 		{"/vouchers/bad/reservations", routeBadCode, "", "", ""},
@@ -57,11 +61,11 @@ func FuzzMatchPath(f *testing.F) {
 	f.Fuzz(func(t *testing.T, path string) {
 		m := matchPath([]byte(path))
 		switch m.route {
-		case routeReserve, routeConfirm, routeRelease:
+		case routeReserve, routeValidate, routeConfirm, routeRelease:
 			if !wire.ValidCode(string(m.code)) || !strings.HasPrefix(path, "/vouchers/") {
 				t.Fatalf("%q routed to the backend with code %q", path, m.code)
 			}
-			if m.route != routeReserve && wire.CheckID("orderId", string(m.order), wire.MaxOrderIDLen) != nil {
+			if m.route != routeReserve && m.route != routeValidate && wire.CheckID("orderId", string(m.order), wire.MaxOrderIDLen) != nil {
 				t.Fatalf("%q routed to the backend with orderId %q", path, m.order)
 			}
 		case routeCheckout, routeQuota, routeLocal:

@@ -24,7 +24,7 @@ func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte, subject string) {
 			return
 		}
 		decoded = &req
-	} else if p.answeredFromMemory(ctx, code, nil) {
+	} else if p.answeredFromMemory(ctx, code, nil, false) {
 		return
 	}
 	if !p.room.tryEnter() && !p.awaitSlot(ctx, code, decoded) {
@@ -34,11 +34,29 @@ func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte, subject string) {
 	p.forward(ctx, p.toBackend(code, subject))
 }
 
-// answeredFromMemory answers 409 OUT_OF_STOCK when code is known to be sold out and the
-// request's order holds no use of it, and reports whether it did. The orderId is read by the
-// fast scanner, or, for a body it cannot be certain of, by a full decode as the backend's; or it
-// is decoded's, when the body was decoded before.
-func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte, decoded *wire.ReserveRequest) bool {
+// validate answers a reservation's dry run for a voucher known to be sold out with "not valid:
+// OUT_OF_STOCK", under the reservation's rule (an order that may hold a use, or a body the
+// backend would refuse, goes to the backend). Others go to the backend without the waiting
+// room: a dry run takes no use, so it does not queue for the reservations' share of the slots.
+// With tokens on, as for reserve: serve asked the cache first, and the body's customerId must
+// be the subject.
+func (p *Proxy) validate(ctx *fasthttp.RequestCtx, code []byte, subject string) {
+	if subject != "" {
+		if _, ok := p.reservationFor(ctx, subject); !ok {
+			return
+		}
+	} else if p.answeredFromMemory(ctx, code, nil, true) {
+		return
+	}
+	p.forward(ctx, p.toBackend(nil, subject))
+}
+
+// answeredFromMemory answers the reservation's 409 OUT_OF_STOCK (dryRun: the dry run's "not
+// valid: OUT_OF_STOCK") when code is known to be sold out and the request's order holds no use
+// of it, and reports whether it did. The orderId is read by the fast scanner, or, for a body it
+// cannot be certain of, by a full decode as the backend's; or it is decoded's, when the body was
+// decoded before.
+func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte, decoded *wire.ReserveRequest, dryRun bool) bool {
 	e, refresh := p.opts.SoldOut.Lookup(code, ctx.Time())
 	if e == nil {
 		return false
@@ -68,10 +86,15 @@ func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte, decode
 		p.counts.holderForwards.Inc()
 		return false
 	}
-	p.counts.soldOut.Inc()
 	if id := ctx.Request.Header.Peek(headerRequestID); validRequestID(id) {
 		ctx.Response.Header.SetBytesV(headerRequestID, id)
 	}
+	if dryRun {
+		p.counts.soldOutValid.Inc()
+		answerSoldOutValidate(ctx)
+		return true
+	}
+	p.counts.soldOut.Inc()
 	answerSoldOut(ctx)
 	return true
 }

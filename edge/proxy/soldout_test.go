@@ -127,6 +127,26 @@ func TestSoldOutPathAllocatesOnlyBigcachesCopies(t *testing.T) {
 	}
 }
 
+// A sold-out voucher's dry run allocates no more than its reservation.
+func TestSoldOutValidateAllocatesOnlyBigcachesCopies(t *testing.T) {
+	b := newFakeBackend(map[string]int{"FLASH": 1})
+	addr, _ := testkit.ServeHTTP(t, b.handle)
+	e := startEdge(t, edgeConfig{backends: []string{addr}})
+	_ = e.cache.Apply(soldOutState("FLASH", "o-1"))
+	ctx := soldOutRequest(`{"customerId":"c-1","orderId":"order-000001","orderAmount":1000}`)
+	ctx.Request.SetRequestURI("/vouchers/FLASH/validate")
+	n := testing.AllocsPerRun(1000, func() {
+		ctx.Response.Reset()
+		e.proxy.Handle(ctx)
+		if ctx.Response.StatusCode() != 200 {
+			panic(fmt.Sprintf("status %d", ctx.Response.StatusCode()))
+		}
+	})
+	if n > 2 {
+		t.Errorf("sold-out dry run allocates %v times; want at most bigcache's 2 copies", n)
+	}
+}
+
 func soldOutRequest(body string) *fasthttp.RequestCtx {
 	var req fasthttp.Request
 	req.Header.SetMethod("POST")
@@ -137,4 +157,38 @@ func soldOutRequest(body string) *fasthttp.RequestCtx {
 	ctx := &fasthttp.RequestCtx{}
 	ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}, nil)
 	return ctx
+}
+
+// A sold-out voucher's dry run is answered at the edge as the backend would answer it, unless
+// its order may hold a use; any other dry run, and a quota check, goes to the backend.
+func TestSoldOutValidateIsAnsweredAtTheEdge(t *testing.T) {
+	b := newFakeBackend(map[string]int{"FLASH": 1})
+	addr, _ := testkit.ServeHTTP(t, b.handle)
+	e := startEdge(t, edgeConfig{backends: []string{addr}})
+	validate := func(code, order string) answerOf {
+		return e.do(t, "POST", "/vouchers/"+code+"/validate", `{"customerId":"c","orderId":"`+order+`","orderAmount":100}`)
+	}
+	if a := validate("FLASH", "new-0"); a.status != 200 || a.body != `{"path":"/vouchers/FLASH/validate"}` {
+		t.Fatalf("dry run of a voucher not known sold out: %d %s; want it forwarded", a.status, a.body)
+	}
+	_ = e.cache.Apply(soldOutState("FLASH", "o-1"))
+	before := b.other.Load()
+	for i := range 50 {
+		a := validate("FLASH", fmt.Sprintf("new-%d", i))
+		if a.status != 200 || a.body != `{"valid":false,"error":"OUT_OF_STOCK"}` {
+			t.Fatalf("dry run on a sold-out voucher: %d %s", a.status, a.body)
+		}
+	}
+	if n := b.other.Load() - before; n != 0 {
+		t.Fatalf("backend saw %d dry runs of a sold-out voucher; want 0", n)
+	}
+	if a := validate("FLASH", "o-1"); a.status != 200 || a.body != `{"path":"/vouchers/FLASH/validate"}` {
+		t.Fatalf("dry run of a holder's order: %d %s; want it forwarded", a.status, a.body)
+	}
+	if a := e.do(t, "GET", "/vouchers/FLASH/validate", ""); a.status != 405 {
+		t.Fatalf("GET validate: %d %s; want 405", a.status, a.body)
+	}
+	if a := e.do(t, "POST", "/quotas/check", `{}`); a.status != 200 || a.body != `{"path":"/quotas/check"}` {
+		t.Fatalf("quota check: %d %s; want it forwarded", a.status, a.body)
+	}
 }

@@ -56,7 +56,7 @@ func (p *Proxy) awaitSlot(ctx *fasthttp.RequestCtx, code []byte, decoded *wire.R
 	defer timer.Stop()
 	for {
 		soldOut := p.opts.SoldOut.SoldOut() // before the lookup: a sell-out stored after it still wakes us
-		if p.answeredFromMemory(ctx, code, decoded) {
+		if p.answeredFromMemory(ctx, code, decoded, false) {
 			return false
 		}
 		select {

@@ -84,6 +84,19 @@ type QuotaExceeded struct {
 	Requested int64        `json:"requested"`
 }
 
+// QuotaCheckResponse is the body of a 200 to POST /quotas/check, a deduct's dry run with the
+// deduct's body: whether a deduct would pass now and, if so, the counters it would reach (for
+// an idemKey that deducted already, the counters its deduct answered, as a retry gets them);
+// if not, the deduct's error code and, for QUOTA_EXCEEDED, the 409 body it would get. It is
+// advisory: another deduct may take the room in between.
+type QuotaCheckResponse struct {
+	Pass     bool           `json:"pass"`
+	IdemKey  string         `json:"idemKey"`
+	Counters []QuotaCounter `json:"counters"`           // when pass (as the deduct's, maybe none); empty when not
+	Error    string         `json:"error,omitempty"`    // when not: QUOTA_EXCEEDED, QUOTA_ROLLED_BACK, IDEMPOTENCY_KEY_REUSED
+	Exceeded *QuotaExceeded `json:"exceeded,omitempty"` // when QUOTA_EXCEEDED: the deduct's 409 body
+}
+
 // QuotaRollbackRequest is the body of POST /quotas/rollback.
 type QuotaRollbackRequest struct {
 	BizID   int64  `json:"bizId"`

@@ -15,6 +15,16 @@ type ReserveResponse struct {
 	DiscountAmount int64  `json:"discountAmount"`
 }
 
+// ValidateResponse is the body of a 200 to POST /vouchers/{code}/validate (a dry run of a
+// reservation, with the reservation's body): valid with the discount a reservation would get
+// now, or not valid with the error code it would be refused with. It is advisory: a use may go
+// between the dry run and the reservation.
+type ValidateResponse struct {
+	Valid          bool   `json:"valid"`
+	DiscountAmount *int64 `json:"discountAmount,omitempty"` // when valid
+	Error          string `json:"error,omitempty"`          // when not valid
+}
+
 // ReservationStatus is the body of a 200 to confirm and release.
 type ReservationStatus struct {
 	OrderID string `json:"orderId"`

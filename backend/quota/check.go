@@ -1,0 +1,43 @@
+package quota
+
+import (
+	"context"
+	"fmt"
+)
+
+// Check answers what Deduct would answer now for the same request, changing nothing: it reads
+// the keys each identity's deduct would touch (quota_check.lua, one call per identity, in the
+// deduct's order) and the request's rolled-back mark, and writes none. A pass is the result a
+// deduct would return, its counters as they would stand after it; an idemKey that deducted
+// already answers its recorded counters, as a retry would. It is advisory: another deduct may
+// take the room between Check and Deduct.
+//
+// Errors: as Deduct's: ErrInvalid, ErrQuotaExceeded (an *ExceededError), ErrRolledBack,
+// ErrIdemKeyReused, ErrUnavailable.
+func (s *Service) Check(ctx context.Context, bizID int64, idemKey string, items []Item) (DeductResult, error) {
+	if err := validateDeduct(bizID, idemKey, items); err != nil {
+		return DeductResult{}, err
+	}
+	now := s.cfg.Clock.Now()
+	steps, err := plan(s.cfg.KeyPrefix, bizID, items, s.rules.current(), now)
+	if err != nil {
+		return DeductResult{}, err
+	}
+	rolledBack, err := s.scripts.rolledBack(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey))
+	switch {
+	case err != nil:
+		return DeductResult{}, unavailable("check "+idemKey, fmt.Errorf("read the request: %w", err))
+	case rolledBack:
+		return DeductResult{}, ErrRolledBack
+	}
+	results := make([]stepResult, len(steps))
+	for i := range steps {
+		if results[i], err = s.scripts.check(ctx, &steps[i], idemKey, now.UnixMilli()); err != nil {
+			return DeductResult{}, unavailable("check "+idemKey, err)
+		}
+		if err := refusal(idemKey, steps, results, i); err != nil {
+			return DeductResult{}, err
+		}
+	}
+	return s.answer(idemKey, steps, results)
+}
