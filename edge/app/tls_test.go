@@ -187,7 +187,7 @@ func TestTLSAtTheEdge(t *testing.T) {
 // Against a real backend with service keys, the edge holding its key (scopes reserve, quota,
 // read, edge): a shopper's token reserves and confirms their own order through the edge over
 // TLS; another shopper's token can neither reserve for them nor release their reservation (the
-// backend checks X-VG-Subject against the order).
+// backend checks X-VG-Subject against the order), nor deduct from or roll back their quota.
 func TestTokensThroughARealBackend(t *testing.T) {
 	bcfg := backendtest.Config(t)
 	bcfg.APIKeysFile = filepath.Join(t.TempDir(), "keys.yaml")
@@ -218,6 +218,27 @@ func TestTokensThroughARealBackend(t *testing.T) {
 	}
 	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/TOKENS/reservations/tok-1/confirm", "", "Authorization", alice); status != 200 {
 		t.Fatalf("alice's confirm: %d %s; want 200", status, body)
+	}
+
+	// Quotas: mallory can neither deduct from alice's quota nor roll back alice's deduct.
+	if st, body := b.Do(t, "POST", "/admin/quota-rules",
+		`{"bizId":7,"identityType":"USER","dimension":"*","limit":3,"window":{"type":"DAY","timezone":"UTC"}}`); st != 201 {
+		t.Fatalf("create a quota rule: %d %s", st, body)
+	}
+	testkit.Eventually(t, "the rule loaded", func() bool { return b.App.Quotas.Metrics().Rules == 1 })
+	deduct := `{"bizId":7,"idemKey":"tok-q1","items":[{"identityType":"USER","identity":"1001","dimensions":["ITEM:1"]}]}`
+	if status, body := tlsDo(t, e.Addr, roots, "POST", "/quotas/deduct", deduct, "Authorization", mallory); status != 403 {
+		t.Fatalf("mallory deducting from alice's quota: %d %s; want 403", status, body)
+	}
+	if status, body := tlsDo(t, e.Addr, roots, "POST", "/quotas/deduct", deduct, "Authorization", alice); status != 200 {
+		t.Fatalf("alice's deduct: %d %s; want 200", status, body)
+	}
+	rollback := `{"bizId":7,"idemKey":"tok-q1"}`
+	if status, body := tlsDo(t, e.Addr, roots, "POST", "/quotas/rollback", rollback, "Authorization", mallory); status != 403 {
+		t.Fatalf("mallory rolling back alice's deduct: %d %s; want 403", status, body)
+	}
+	if status, body := tlsDo(t, e.Addr, roots, "POST", "/quotas/rollback", rollback, "Authorization", alice); status != 200 {
+		t.Fatalf("alice's rollback: %d %s; want 200", status, body)
 	}
 }
 
