@@ -101,6 +101,16 @@ func slotMapStale(err error) bool {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
+	// A node's dial, read or write failing (refused, reset, timed out) is an OpError, also
+	// when go-redis wraps it in the dial's context error.
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return true
+	}
+	// context.DeadlineExceeded is a net.Error too, but here the caller gave up.
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
 	var netErr net.Error
 	return errors.As(err, &netErr)
 }
