@@ -7,10 +7,14 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"vouchergate/testkit"
 )
 
 func TestSlotMapStale(t *testing.T) {
@@ -39,5 +43,41 @@ func TestSlotMapStale(t *testing.T) {
 		if got := slotMapStale(tc.err); got != tc.want {
 			t.Errorf("%s: slotMapStale(%v) = %v; want %v", tc.name, tc.err, got, tc.want)
 		}
+	}
+}
+
+// A call refused by a dead master makes the client reload its slot map, and a storm of failed
+// calls reloads it at most once per slotMapReloadEvery.
+func TestFailedCallsReloadTheSlotMap(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().(*net.TCPAddr)
+	ln.Close() // nothing listens there now: every dial is refused
+	var loads atomic.Int64
+	c := redis.NewClusterClient(&redis.ClusterOptions{
+		ClusterSlots: func(context.Context) ([]redis.ClusterSlot, error) {
+			loads.Add(1)
+			return []redis.ClusterSlot{{Start: 0, End: 16383, Nodes: []redis.ClusterNode{{Addr: dead.String()}}}}, nil
+		},
+		MaxRetries: -1, MaxRedirects: -1,
+	})
+	defer c.Close()
+	c.AddHook(newSlotMapReloader(c))
+	ctx := context.Background()
+
+	if err := c.Get(ctx, "k").Err(); !slotMapStale(err) {
+		t.Fatalf("GET on a dead master: %v; want a refused dial", err)
+	}
+	testkit.Eventually(t, "a refused call reloaded the slot map", func() bool { return loads.Load() >= 2 })
+
+	before, started := loads.Load(), time.Now()
+	for range 300 {
+		_ = c.Get(ctx, "k").Err()
+	}
+	// One load may be in flight from before the storm; the rest are bound by the limiter.
+	if n, most := loads.Load()-before, int64(time.Since(started)/slotMapReloadEvery)+2; n > most {
+		t.Errorf("300 refused calls in %s loaded the slot map %d times; want at most %d", time.Since(started), n, most)
 	}
 }
