@@ -6,7 +6,7 @@ export VG_ADMIN_TOKEN ?= dev-admin-token
 export VG_DEMO_VOUCHER ?= FLASH100
 
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults services db vet bench bench-edge bench-sale rehearse help
+.PHONY: run test test-faults test-cluster services db vet bench bench-edge bench-sale rehearse help
 
 ## run: start PostgreSQL, Redis and NATS if needed, then the backend (8080) with a demo flash
 ## voucher and the edge in front of it (8081); Ctrl-C stops both
@@ -20,6 +20,11 @@ test: services vet
 ## test-faults: only the fault tests (servers killed and restarted mid-sale), with the race detector
 test-faults: services
 	$(GO) test -race -count=1 ./backend/faulttest/
+
+## test-cluster: only the Redis Cluster scenarios (its harness; a master SIGKILLed mid-sale), with
+## the race detector; `make test` runs them too
+test-cluster: services
+	$(GO) test -race -count=1 -run 'Cluster' ./testkit/ ./backend/faulttest/
 
 ## services: start PostgreSQL (5432), Redis (6379) and NATS (4222) on 127.0.0.1 unless they answer
 services:

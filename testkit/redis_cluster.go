@@ -16,10 +16,17 @@ import (
 // clusterMasters is the number of masters in a RedisCluster: the fewest redis-cli accepts.
 const clusterMasters = 3
 
-// RedisCluster is a throwaway Redis Cluster of three masters without replicas, on free
-// 127.0.0.1 ports, with no persistence. It lives until the test ends.
+// RedisCluster is a throwaway Redis Cluster of three masters, with or without one replica
+// each, on free 127.0.0.1 ports, with no persistence. It lives until the test ends.
 type RedisCluster struct {
-	addrs []string
+	nodes    []clusterNode
+	replicas bool
+}
+
+// clusterNode is one redis-server of a RedisCluster.
+type clusterNode struct {
+	addr string
+	proc *process
 }
 
 // StartRedisCluster starts three cluster-enabled redis-server processes, joins them with
@@ -29,13 +36,31 @@ type RedisCluster struct {
 // missing or the cluster does not form.
 func StartRedisCluster(t testing.TB) *RedisCluster {
 	t.Helper()
+	return startRedisCluster(t, false, 5*time.Second)
+}
+
+// StartReplicatedRedisCluster starts three masters with one replica each and a node timeout
+// of one second, so that a replica takes over a dead master's slots about two seconds after
+// the master dies. It returns once every node reports cluster_state:ok and knows all six
+// nodes, and every replica's link to its master is up and in sync.
+func StartReplicatedRedisCluster(t testing.TB) *RedisCluster {
+	t.Helper()
+	return startRedisCluster(t, true, time.Second)
+}
+
+func startRedisCluster(t testing.TB, replicas bool, nodeTimeout time.Duration) *RedisCluster {
+	t.Helper()
 	server := findBinary(t, "redis-server", "redis-server")
 	cli := findBinary(t, "redis-cli", "redis-tools")
+	n := clusterMasters
+	if replicas {
+		n *= 2
+	}
 	// Each node needs a client port and a cluster bus port; the bus port is set explicitly
 	// (cluster-port) rather than left at port+10000, which may be taken or out of range.
-	ports := freePorts(t, 2*clusterMasters)
-	c := &RedisCluster{}
-	for i := range clusterMasters {
+	ports := freePorts(t, 2*n)
+	c := &RedisCluster{replicas: replicas}
+	for i := range n {
 		port, busPort := ports[2*i], ports[2*i+1]
 		dir := t.TempDir()
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
@@ -43,39 +68,62 @@ func StartRedisCluster(t testing.TB) *RedisCluster {
 			"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(busPort),
 			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-node-timeout", "5000",
+			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
 			"--dir", dir, "--save", "", "--appendonly", "no",
 			"--daemonize", "no", "--logfile", "",
+		}
+		if replicas {
+			// The other masters keep serving their slots while one has none, as a sale on
+			// several shards needs (by default every node refuses every slot meanwhile).
+			argv = append(argv, "--cluster-require-full-coverage", "no")
 		}
 		p := newProcess(t, "redis cluster node "+addr, nil)
 		if err := p.start(argv, func(ctx context.Context) error { return redisPing(ctx, addr) }); err != nil {
 			t.Fatalf("testkit: %v", err)
 		}
-		c.addrs = append(c.addrs, addr)
+		c.nodes = append(c.nodes, clusterNode{addr: addr, proc: p})
 	}
 
-	args := append([]string{"--cluster", "create"}, c.addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	all := make([]string, 0, n)
+	for _, node := range c.nodes {
+		all = append(all, node.addr)
+	}
+	args := append([]string{"--cluster", "create"}, all...)
+	args = append(args, "--cluster-replicas", map[bool]string{false: "0", true: "1"}[replicas], "--cluster-yes")
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("testkit: redis-cli --cluster create %s: %v\n%s", strings.Join(c.addrs, " "), err, out)
+		t.Fatalf("testkit: redis-cli --cluster create %s: %v\n%s", strings.Join(all, " "), err, out)
 	}
-	for _, addr := range c.addrs {
-		if err := waitClusterOK(ctx, addr); err != nil {
+	for _, addr := range all {
+		if err := waitClusterOK(ctx, addr, n); err != nil {
 			t.Fatalf("testkit: redis cluster did not form: %v\nredis-cli said:\n%s", err, out)
+		}
+	}
+	if replicas {
+		for _, addr := range all {
+			if err := waitReplicaSynced(ctx, addr); err != nil {
+				t.Fatalf("testkit: redis cluster replicas did not attach: %v\nredis-cli said:\n%s", err, out)
+			}
 		}
 	}
 	return c
 }
 
-// Addrs returns the masters' host:port addresses, for redis.ClusterOptions.Addrs.
-func (c *RedisCluster) Addrs() []string { return append([]string(nil), c.addrs...) }
+// Addrs returns the masters' host:port addresses as the cluster was created (with replicas,
+// every node's), for redis.ClusterOptions.Addrs.
+func (c *RedisCluster) Addrs() []string {
+	addrs := make([]string, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		addrs = append(addrs, n.addr)
+	}
+	return addrs
+}
 
-// waitClusterOK returns once the node at addr sees every slot served and every master,
-// or ctx ends.
-func waitClusterOK(ctx context.Context, addr string) error {
+// waitClusterOK returns once the node at addr sees every slot served and all n nodes, or ctx
+// ends.
+func waitClusterOK(ctx context.Context, addr string, n int) error {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
 	var last string
@@ -84,7 +132,7 @@ func waitClusterOK(ctx context.Context, addr string) error {
 		if err == nil {
 			last = info
 			if strings.Contains(info, "cluster_state:ok") &&
-				strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", clusterMasters)) &&
+				strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", n)) &&
 				strings.Contains(info, "cluster_slots_ok:16384") {
 				return nil
 			}
@@ -94,6 +142,31 @@ func waitClusterOK(ctx context.Context, addr string) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: CLUSTER INFO still says: %s", addr, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// waitReplicaSynced returns at once for a master, and for a replica once its link to its
+// master is up and the first sync is done, or ctx ends.
+func waitReplicaSynced(ctx context.Context, addr string) error {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer rdb.Close()
+	var last string
+	for {
+		info, err := rdb.Info(ctx, "replication").Result()
+		if err == nil {
+			last = info
+			if strings.Contains(info, "role:master") ||
+				(strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0")) {
+				return nil
+			}
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: INFO replication still says: %s", addr, last)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

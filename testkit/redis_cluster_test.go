@@ -54,3 +54,45 @@ func TestRedisClusterSpreadsKeysAndRunsHashTaggedScripts(t *testing.T) {
 		}
 	}
 }
+
+// A replicated cluster starts with a replica under every master; SIGKILLing the master of a
+// key's slot makes its replica the slot's master within a few node timeouts, and the key
+// written before the kill (replicated with WAIT) is still there.
+func TestReplicatedRedisClusterFailsOver(t *testing.T) {
+	t.Parallel()
+	started := time.Now()
+	cluster := StartReplicatedRedisCluster(t)
+	t.Logf("replicated cluster up in %s", time.Since(started).Round(time.Millisecond))
+	if got := len(cluster.Addrs()); got != 6 {
+		t.Fatalf("Addrs() has %d addresses, want 6", got)
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const key = "{FAILOVER}:k"
+	if err := rdb.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	master, err := rdb.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatalf("master for %s: %v", key, err)
+	}
+	if n, err := master.Wait(ctx, 1, 5000).Result(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1 replica: %d, %v", n, err)
+	}
+
+	dead, slot := cluster.KillMasterOf(t, key)
+	killed := time.Now()
+	if dead != master.Options().Addr {
+		t.Errorf("killed %s; the client says the master of %s is %s", dead, key, master.Options().Addr)
+	}
+	addr, at := cluster.WaitNewMaster(t, slot, dead, 20*time.Second)
+	t.Logf("slot %d: %s killed, %s master after %s", slot, dead, addr, at.Sub(killed).Round(time.Millisecond))
+
+	node := redis.NewClient(&redis.Options{Addr: addr})
+	defer node.Close()
+	if got, err := node.Get(ctx, key).Result(); err != nil || got != "v" {
+		t.Errorf("GET %s on the new master = %q, %v; want v", key, got, err)
+	}
+}

@@ -166,12 +166,14 @@ func openRedis(cfg config.Backend) (redis.UniversalClient, error) {
 	// No automatic retries: a script retried after a timeout may run twice, and a dead Redis
 	// must give a quick 503, not a pile-up.
 	if len(cfg.RedisClusterAddrs) > 0 {
-		return redis.NewClusterClient(&redis.ClusterOptions{
+		c := redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: cfg.RedisClusterAddrs, DialTimeout: dialTimeout(cfg), ReadTimeout: cfg.RedisTimeout,
 			WriteTimeout: cfg.RedisTimeout, PoolTimeout: 3 * cfg.RedisTimeout, PoolSize: redisPoolSize,
 			MinIdleConns: redisIdle, MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: 50 * time.Millisecond,
 			Protocol: redisProtocol,
-		}), nil
+		})
+		c.AddHook(newSlotMapReloader(c)) // a failed master's slots move in a second, not a minute
+		return c, nil
 	}
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {

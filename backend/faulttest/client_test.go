@@ -49,9 +49,10 @@ func newClient(t testing.TB, base string) *client {
 
 // answer is what one request got back; status 0 when no answer came (refused, reset, timed out).
 type answer struct {
-	status   int
-	code     string // the error code of a 4xx or 5xx
-	discount int64  // of a 201
+	status     int
+	code       string // the error code of a 4xx or 5xx
+	discount   int64  // of a 201
+	retryAfter string // the Retry-After header
 }
 
 func (a answer) definitive() bool { return a.status == 201 || a.status == 409 }
@@ -86,7 +87,7 @@ func (c *client) send(method, path string, body any, timeout time.Duration) (ans
 	if err != nil {
 		return answer{}, nil
 	}
-	a := answer{status: resp.StatusCode}
+	a := answer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
 	if a.status == 503 {
 		c.unavailable.Add(1)
 	}
