@@ -36,8 +36,9 @@ import (
 
 // Options configure a Listener.
 type Options struct {
-	URL        string        // nats://host:port
+	URL        string        // nats://host:port, or several comma-separated (a cluster)
 	Names      events.Names  // subjects and bucket
+	Replicas   int           // of the bucket, if this edge creates it: the backends' setting; 1 when 0
 	RetryEvery time.Duration // between attempts to watch while JetStream fails; 1s when 0
 }
 
@@ -204,7 +205,9 @@ func (l *Listener) watchBucket(ctx context.Context) (jetstream.KeyWatcher, error
 	name := l.opts.Names.StateBucket()
 	kv, err := l.js.KeyValue(bindCtx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = l.js.CreateKeyValue(bindCtx, jetstream.KeyValueConfig{Bucket: name, History: 1})
+		kv, err = l.js.CreateKeyValue(bindCtx, jetstream.KeyValueConfig{
+			Bucket: name, History: 1, Replicas: max(1, l.opts.Replicas),
+		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = l.js.KeyValue(bindCtx, name)
 		}
