@@ -10,6 +10,10 @@
 //     in the bucket's order, so there is no gap between "snapshot taken" and "listening", and
 //     no need to order a snapshot against events by clocks.
 //
+// The watch is started again, after a pause, whenever it ends while the connection stays up:
+// its consumer lives on one NATS node, and when that node dies the client recreates it on
+// another, but gives up (closing the watch) if the stream has no leader at that moment.
+//
 // The backends also publish each state on a plain subject; the edge does not subscribe to it,
 // since the watch already carries the same payload in order.
 //
@@ -123,6 +127,10 @@ func (l *Listener) Stale() uint64 { return l.stale.Load() }
 // Connected reports whether the NATS connection is up.
 func (l *Listener) Connected() bool { return l.nc.IsConnected() }
 
+// ConnectedURL is the URL of the NATS server the listener is connected to, "" while it is not:
+// with a cluster's servers in VG_NATS_URL, which one it picked.
+func (l *Listener) ConnectedURL() string { return l.nc.ConnectedUrl() }
+
 // Close stops watching and closes the connection.
 func (l *Listener) Close() {
 	l.cancel()
@@ -156,9 +164,16 @@ func (l *Listener) run() {
 		case e, ok := <-updates:
 			if ok {
 				l.apply(e)
-			} else {
-				updates = nil // the connection closed under the watch; a reconnect asks again
+				continue
 			}
+			// The watch ended under us: the connection closed (a reconnect asks again), or
+			// its consumer could not be recreated, as when the NATS node holding it died
+			// and the stream was still electing a leader; then no reconnect comes, so watch
+			// again after a pause.
+			l.log.Warn("watch of voucher states ended; watching again", "bucket", l.opts.Names.StateBucket())
+			current.stop()
+			current, updates = nil, nil
+			retry = time.After(l.opts.RetryEvery)
 			continue
 		}
 		current.stop()
