@@ -152,10 +152,11 @@ func TestANATSNodeKilledMidSale(t *testing.T) {
 	}
 }
 
-// learnWithin bounds how long an edge may take to learn a sell-out after a NATS node died. An
-// edge whose connection survived still watches through a consumer that may have lived on the
-// dead node; nats.go notices only after two missed heartbeats (5 s apart) and, if the stream
-// has no leader yet, tries again only at the next check: 10, 20 or 30 s, seen up to 20 s here.
+// learnWithin bounds how long an edge may take to learn a sell-out after a NATS node died:
+// the bucket's stream elects a new leader first (the backend's writes wait for it, ~5 s
+// here), then an edge whose watch's consumer lived on the dead node sees it fall behind within
+// two checks (listen.checkWatch, 2 s apart) and watches again. Seen up to 13 s here under
+// -race; without the check, nats.go's own recovery took 10, 20 or 30 s.
 const learnWithin = 60 * time.Second
 
 // learnedFromMemory waits until every edge knows every voucher sold so far is sold out, then
