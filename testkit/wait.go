@@ -14,10 +14,17 @@ const WaitBound = 30 * time.Second
 // has not after WaitBound.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(WaitBound)
+	EventuallyWithin(t, WaitBound, what, cond)
+}
+
+// EventuallyWithin is Eventually with another bound, for a wait whose length a dependency
+// sets (say why where it is used).
+func EventuallyWithin(t testing.TB, bound time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("still waiting after %v: %s", WaitBound, what)
+			t.Fatalf("still waiting after %v: %s", bound, what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -106,7 +106,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	}
 	a.Store = store.New(a.Pool)
 	a.Gate = gate.New(a.Redis, cfg.RedisPrefix)
-	if a.notifier, err = notify.New(a.NATS, events.Names{Prefix: cfg.NATSPrefix}, a.Gate, cfg.SoldOutEvery, a.log); err != nil {
+	if a.notifier, err = notify.New(a.NATS, events.Names{Prefix: cfg.NATSPrefix}, cfg.NATSReplicas, a.Gate, cfg.SoldOutEvery, a.log); err != nil {
 		return nil, err
 	}
 	probes := a.observe()

@@ -44,6 +44,7 @@ func Config(t testing.TB) config.Backend {
 		RedisTimeout:   time.Second,
 		NATSURL:        testkit.NATSURL,
 		NATSPrefix:     testkit.NATSPrefix(),
+		NATSReplicas:   1,
 		AdminToken:     Token,
 		HoldTTL:        15 * time.Minute,
 		RequestTimeout: 30 * time.Second,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,6 +48,7 @@ func StartProcess(t testing.TB, cfg config.Backend, extra ...string) *Process {
 		"VG_REDIS_PREFIX="+cfg.RedisPrefix,
 		"VG_NATS_URL="+cfg.NATSURL,
 		"VG_NATS_PREFIX="+cfg.NATSPrefix,
+		"VG_NATS_REPLICAS="+strconv.Itoa(max(1, cfg.NATSReplicas)),
 		"VG_ADMIN_TOKEN="+Token,
 		"VG_EXPIRE_EVERY=0", "VG_RECONCILE_EVERY=0", "VG_WARMUP_EVERY=0",
 	)
@@ -66,6 +68,7 @@ func StartEdgeProcess(t testing.TB, cfg config.Backend, backends string, extra .
 	env := append(environWithoutVG(),
 		"VG_EDGE_ADDR="+addr, "VG_EDGE_BACKENDS="+backends,
 		"VG_NATS_URL="+cfg.NATSURL, "VG_NATS_PREFIX="+cfg.NATSPrefix,
+		"VG_NATS_REPLICAS="+strconv.Itoa(max(1, cfg.NATSReplicas)),
 		"VG_EDGE_OPS_ADDR=", "VG_EDGE_SYNC_WAIT=0s",
 	)
 	p := &Process{t: t, addr: addr, env: append(env, extra...), logPath: filepath.Join(t.TempDir(), "edge.log"),

@@ -36,7 +36,7 @@ func publishOnce(t *testing.T, nc *nats.Conn, names events.Names, code string, s
 	}
 	defer sub.Unsubscribe()
 	r := &fixed{snap: snap, read: make(chan struct{})}
-	n, err := notify.New(nc, names, r, time.Hour, testkit.QuietLog)
+	n, err := notify.New(nc, names, 1, r, time.Hour, testkit.QuietLog)
 	if err != nil {
 		t.Fatal(err)
 	}

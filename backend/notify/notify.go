@@ -44,12 +44,13 @@ type Reader interface {
 // Notifier implements voucher.Notifier. It is safe for concurrent use; its methods never block
 // on the network.
 type Notifier struct {
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	names events.Names
-	read  Reader
-	every time.Duration
-	log   *slog.Logger
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	names    events.Names
+	replicas int // of the bucket, when this notifier creates or updates it
+	read     Reader
+	every    time.Duration
+	log      *slog.Logger
 
 	mu          sync.Mutex
 	dirty       map[string]bool      // codes whose state must be published
@@ -63,15 +64,16 @@ type Notifier struct {
 	done      chan struct{}
 }
 
-// New returns a running notifier on nc. A refusal publishes a voucher's sold-out state at most
-// once every `every`.
-func New(nc *nats.Conn, names events.Names, read Reader, every time.Duration, log *slog.Logger) (*Notifier, error) {
+// New returns a running notifier on nc, whose bucket keeps `replicas` copies (1 on a single
+// server; 3 on a three-node cluster, so that it survives a node's death). A refusal publishes a
+// voucher's sold-out state at most once every `every`.
+func New(nc *nats.Conn, names events.Names, replicas int, read Reader, every time.Duration, log *slog.Logger) (*Notifier, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("notify: jetstream: %w", err)
 	}
 	n := &Notifier{
-		nc: nc, js: js, names: names, read: read, every: every, log: log,
+		nc: nc, js: js, names: names, replicas: max(1, replicas), read: read, every: every, log: log,
 		dirty: map[string]bool{}, known: map[string]bool{}, lastSoldOut: map[string]time.Time{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -242,7 +244,9 @@ func (n *Notifier) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if n.kv != nil { // only the worker goroutine reads and writes kv
 		return n.kv, nil
 	}
-	kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: n.names.StateBucket(), History: 1})
+	kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: n.names.StateBucket(), History: 1, Replicas: n.replicas,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("create bucket %s: %w", n.names.StateBucket(), err)
 	}

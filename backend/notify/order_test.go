@@ -105,12 +105,12 @@ func TestStaleStateFromAStalledBackendLosesToANewerOne(t *testing.T) {
 	_, edge := startEdge(t, names) // listening throughout; creates the bucket
 
 	stalled := newPausing(g)
-	b1, err := notify.New(natsConn(t), names, stalled, time.Hour, testkit.QuietLog)
+	b1, err := notify.New(natsConn(t), names, 1, stalled, time.Hour, testkit.QuietLog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b1.Close()
-	b2, err := notify.New(nc2, names, g, time.Hour, testkit.QuietLog)
+	b2, err := notify.New(nc2, names, 1, g, time.Hour, testkit.QuietLog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,9 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 	a.Cache = soldout.New(soldout.Options{TTL: cfg.SoldOutTTL, RefreshAfter: cfg.SoldOutRefresh})
 	a.Pool = newPool(cfg, clientOpts, a.log)
 	a.Refresher = soldout.NewRefresher(a.Cache, a.Pool, cfg.StateEvery, cfg.BackendTimeout, a.log)
-	if a.Listener, err = listen.Start(listen.Options{URL: cfg.NATSURL, Names: events.Names{Prefix: cfg.NATSPrefix}}, a.Cache, a.log); err != nil {
+	if a.Listener, err = listen.Start(listen.Options{
+		URL: cfg.NATSURL, Names: events.Names{Prefix: cfg.NATSPrefix}, Replicas: cfg.NATSReplicas,
+	}, a.Cache, a.log); err != nil {
 		return nil, err
 	}
 	a.Metrics = prometheus.NewRegistry()

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 // edgeConfig returns settings for a test edge in front of backends.
 func edgeConfig(natsURL, natsPrefix string, backends ...string) config.Edge {
 	return config.Edge{
-		Addr: "127.0.0.1:0", Backends: backends, NATSURL: natsURL, NATSPrefix: natsPrefix,
+		Addr: "127.0.0.1:0", Backends: backends, NATSURL: natsURL, NATSPrefix: natsPrefix, NATSReplicas: 1,
 		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second,
 		MaxHeaderBytes: 8192, MaxBodyBytes: 1 << 20, MaxAPIBodyBytes: 8192, MaxRespBytes: 4 << 20,
 		ShutdownGrace:  2 * time.Second,

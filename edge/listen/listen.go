@@ -10,6 +10,11 @@
 //     in the bucket's order, so there is no gap between "snapshot taken" and "listening", and
 //     no need to order a snapshot against events by clocks.
 //
+// The watch is started again, after a pause, whenever it ends while the connection stays up,
+// and when it falls behind the bucket (checkWatch): its consumer lives on one NATS node, and
+// when that node dies the client is slow to recreate it elsewhere, or gives up (closing the
+// watch) if the stream has no leader at that moment.
+//
 // The backends also publish each state on a plain subject; the edge does not subscribe to it,
 // since the watch already carries the same payload in order.
 //
@@ -36,9 +41,11 @@ import (
 
 // Options configure a Listener.
 type Options struct {
-	URL        string        // nats://host:port
+	URL        string        // nats://host:port, or several comma-separated (a cluster)
 	Names      events.Names  // subjects and bucket
+	Replicas   int           // of the bucket, if this edge creates it: the backends' setting; 1 when 0
 	RetryEvery time.Duration // between attempts to watch while JetStream fails; 1s when 0
+	CheckEvery time.Duration // how often the watch is compared with the bucket (checkWatch); 2s when 0
 }
 
 // Listener applies the backends' voucher states to a cache. Start it once; Close stops it.
@@ -55,6 +62,11 @@ type Listener struct {
 	syncs    atomic.Uint64 // complete snapshots so far
 	applied  atomic.Uint64 // states applied from the bucket
 	stale    atomic.Uint64 // states from the bucket older than the cache's, ignored
+	// What checkWatch compares with the bucket: the newest revision the current watch has
+	// delivered (or found in the bucket when it started), and whether it has read the whole
+	// bucket yet.
+	lastRev  atomic.Uint64
+	watching atomic.Bool
 
 	ctx    context.Context // cancelled by Close, so that a watch being set up gives up at once
 	cancel context.CancelFunc
@@ -67,6 +79,9 @@ type Listener struct {
 func Start(o Options, cache *soldout.Cache, log *slog.Logger) (*Listener, error) {
 	if o.RetryEvery <= 0 {
 		o.RetryEvery = time.Second
+	}
+	if o.CheckEvery <= 0 {
+		o.CheckEvery = 2 * time.Second
 	}
 	l := &Listener{
 		opts: o, cache: cache, log: log,
@@ -103,6 +118,7 @@ func Start(o Options, cache *soldout.Cache, log *slog.Logger) (*Listener, error)
 		l.askResync()
 	}
 	go l.run()
+	go l.checkWatch()
 	return l, nil
 }
 
@@ -121,6 +137,10 @@ func (l *Listener) Stale() uint64 { return l.stale.Load() }
 
 // Connected reports whether the NATS connection is up.
 func (l *Listener) Connected() bool { return l.nc.IsConnected() }
+
+// ConnectedURL is the URL of the NATS server the listener is connected to, "" while it is not:
+// with a cluster's servers in VG_NATS_URL, which one it picked.
+func (l *Listener) ConnectedURL() string { return l.nc.ConnectedUrl() }
 
 // Close stops watching and closes the connection.
 func (l *Listener) Close() {
@@ -154,14 +174,27 @@ func (l *Listener) run() {
 			retry = nil
 		case e, ok := <-updates:
 			if ok {
+				if e == nil { // the bucket as it was when the watch started has been read
+					l.lastRev.Store(max(l.lastRev.Load(), current.startSeq))
+					l.watching.Store(true)
+				}
 				l.apply(e)
-			} else {
-				updates = nil // the connection closed under the watch; a reconnect asks again
+				continue
 			}
+			// The watch ended under us: the connection closed (a reconnect asks again), or
+			// its consumer could not be recreated, as when the NATS node holding it died
+			// and the stream was still electing a leader; then no reconnect comes, so watch
+			// again after a pause.
+			l.log.Warn("watch of voucher states ended; watching again", "bucket", l.opts.Names.StateBucket())
+			current.stop()
+			current, updates = nil, nil
+			retry = time.After(l.opts.RetryEvery)
 			continue
 		}
 		current.stop()
 		current, updates = nil, nil
+		l.watching.Store(false)
+		l.lastRev.Store(0)
 		w, err := l.watch()
 		if err != nil {
 			l.log.Warn("watch voucher states; will retry", "bucket", l.opts.Names.StateBucket(), "err", err)
@@ -175,8 +208,9 @@ func (l *Listener) run() {
 // watch is a running watch of the bucket and the context it lives in: the ordered consumer
 // under it uses that context again whenever it recreates itself.
 type watch struct {
-	watcher jetstream.KeyWatcher
-	cancel  context.CancelFunc
+	watcher  jetstream.KeyWatcher
+	cancel   context.CancelFunc
+	startSeq uint64 // the bucket's last revision just before the watch started
 }
 
 func (w *watch) stop() {
@@ -190,33 +224,90 @@ func (w *watch) stop() {
 // and watches every key.
 func (l *Listener) watch() (*watch, error) {
 	ctx, cancel := context.WithCancel(l.ctx)
-	w, err := l.watchBucket(ctx)
+	w, startSeq, err := l.watchBucket(ctx)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	return &watch{watcher: w, cancel: cancel}, nil
+	return &watch{watcher: w, cancel: cancel, startSeq: startSeq}, nil
 }
 
-func (l *Listener) watchBucket(ctx context.Context) (jetstream.KeyWatcher, error) {
+func (l *Listener) watchBucket(ctx context.Context) (jetstream.KeyWatcher, uint64, error) {
 	bindCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	name := l.opts.Names.StateBucket()
 	kv, err := l.js.KeyValue(bindCtx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = l.js.CreateKeyValue(bindCtx, jetstream.KeyValueConfig{Bucket: name, History: 1})
+		kv, err = l.js.CreateKeyValue(bindCtx, jetstream.KeyValueConfig{
+			Bucket: name, History: 1, Replicas: max(1, l.opts.Replicas),
+		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = l.js.KeyValue(bindCtx, name)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("bind bucket %s: %w", name, err)
+		return nil, 0, fmt.Errorf("bind bucket %s: %w", name, err)
+	}
+	last, err := l.bucketLastRevision(bindCtx)
+	if err != nil {
+		return nil, 0, err
 	}
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("watch bucket %s: %w", name, err)
+		return nil, 0, fmt.Errorf("watch bucket %s: %w", name, err)
 	}
-	return w, nil
+	return w, last, nil
+}
+
+// bucketLastRevision returns the revision of the bucket's newest write.
+func (l *Listener) bucketLastRevision(ctx context.Context) (uint64, error) {
+	name := l.opts.Names.StateBucket()
+	s, err := l.js.Stream(ctx, "KV_"+name) // a bucket is the stream KV_<bucket>
+	if err != nil {
+		return 0, fmt.Errorf("read bucket %s: %w", name, err)
+	}
+	return s.CachedInfo().State.LastSeq, nil
+}
+
+// checkWatch asks for a new watch when the current one has fallen behind the bucket: a write
+// the bucket held at one check still not delivered at the next. The watch's consumer lives on
+// one NATS node; when that node dies while this connection survives, nats.go notices only
+// after two missed heartbeats (10 s) and, if the stream is still electing a leader then, tries
+// again only 10 s later. Meanwhile the edge would learn nothing.
+func (l *Listener) checkWatch() {
+	tick := time.NewTicker(l.opts.CheckEvery)
+	defer tick.Stop()
+	var behind uint64 // the bucket's last revision at the previous check, if the watch lagged it
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		}
+		if !l.watching.Load() {
+			behind = 0
+			continue
+		}
+		if rev := l.lastRev.Load(); behind != 0 && rev < behind {
+			l.log.Warn("watch of voucher states fell behind the bucket; watching again",
+				"bucket", l.opts.Names.StateBucket(), "delivered", rev, "bucketHad", behind)
+			l.watching.Store(false)
+			l.askResync()
+			behind = 0
+			continue
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, l.opts.CheckEvery)
+		last, err := l.bucketLastRevision(ctx)
+		cancel()
+		if err != nil { // NATS is away: its reconnect, or the watch's end, asks for a new watch
+			behind = 0
+			continue
+		}
+		behind = 0
+		if last > l.lastRev.Load() {
+			behind = last
+		}
+	}
 }
 
 // apply applies one entry of the bucket to the cache; a nil entry marks a complete snapshot.
@@ -227,6 +318,7 @@ func (l *Listener) apply(e jetstream.KeyValueEntry) {
 		l.log.Info("sold-out set read from NATS", "sync", n, "soldOut", len(l.cache.Codes()))
 		return
 	}
+	l.lastRev.Store(max(l.lastRev.Load(), e.Revision()))
 	code := e.Key()
 	var s events.VoucherState
 	switch e.Operation() {

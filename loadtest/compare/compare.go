@@ -51,7 +51,7 @@ func StartBare() (addr string, stop func(), err error) {
 // sold-out answer is measured.
 func EdgeConfig() config.Edge {
 	return config.Edge{
-		Addr: "127.0.0.1:0", Backends: []string{"127.0.0.1:1"}, NATSURL: "nats://127.0.0.1:1", NATSPrefix: "vgbench",
+		Addr: "127.0.0.1:0", Backends: []string{"127.0.0.1:1"}, NATSURL: "nats://127.0.0.1:1", NATSPrefix: "vgbench", NATSReplicas: 1,
 		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second,
 		MaxHeaderBytes: 8192, MaxBodyBytes: 1 << 20, MaxAPIBodyBytes: 8192, MaxRespBytes: 4 << 20,
 		ShutdownGrace: time.Second, BackendTimeout: 3 * time.Second, UpstreamTimeout: 10 * time.Second,

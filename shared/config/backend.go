@@ -15,6 +15,7 @@ type Backend struct {
 	RedisTimeout      time.Duration `env:"VG_REDIS_TIMEOUT" envDefault:"300ms"`
 	NATSURL           string        `env:"VG_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
 	NATSPrefix        string        `env:"VG_NATS_PREFIX" envDefault:"vouchergate"`
+	NATSReplicas      int           `env:"VG_NATS_REPLICAS" envDefault:"1"` // of the sold-out bucket: 3 on a NATS cluster survives a node's death
 	AdminToken        string        `env:"VG_ADMIN_TOKEN"`
 	// APIKeysFile names a YAML file of the service API keys that may call the public endpoints,
 	// each stored as its SHA-256 with its scopes (backend/apikeys). Empty: no key is needed.
@@ -40,6 +41,13 @@ type Backend struct {
 	Log
 }
 
+// MaxNATSReplicas is the most replicas JetStream allows a stream (the sold-out bucket is one).
+const MaxNATSReplicas = 5
+
+func natsReplicasError(n int) error {
+	return fmt.Errorf("VG_NATS_REPLICAS is %d; expected 1 (one NATS server) to %d, such as 3 on a three-node cluster", n, MaxNATSReplicas)
+}
+
 // LoadBackend reads the backend's settings and checks them.
 func LoadBackend() (Backend, error) {
 	var c Backend
@@ -63,6 +71,8 @@ func (c Backend) Check() error {
 		return fmt.Errorf("VG_DB_TIMEOUT is %v; expected a positive duration such as 2s", c.DBTimeout)
 	case c.RedisTimeout <= 0:
 		return fmt.Errorf("VG_REDIS_TIMEOUT is %v; expected a positive duration such as 300ms", c.RedisTimeout)
+	case c.NATSReplicas < 1 || c.NATSReplicas > MaxNATSReplicas:
+		return natsReplicasError(c.NATSReplicas)
 	case c.DBMaxConns < 1:
 		return fmt.Errorf("VG_DB_MAX_CONNS is %d; expected at least 1", c.DBMaxConns)
 	case c.ReconcileGrace <= 2*c.DBTimeout:

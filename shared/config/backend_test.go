@@ -84,6 +84,8 @@ func TestLoadBackendErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"VG_LOG_FORMAT": "xml"}, []string{"VG_LOG_FORMAT", "text or json"}},
 		{map[string]string{"VG_LOG_LEVEL": "loud"}, []string{"VG_LOG_LEVEL", "debug, info, warn or error"}},
 		{map[string]string{"VG_MAX_BODY_BYTES": "100"}, []string{"VG_MAX_BODY_BYTES", "at least 256"}},
+		{map[string]string{"VG_NATS_REPLICAS": "0"}, []string{"VG_NATS_REPLICAS", "1 (one NATS server) to 5"}},
+		{map[string]string{"VG_NATS_REPLICAS": "6"}, []string{"VG_NATS_REPLICAS", "1 (one NATS server) to 5"}},
 		{map[string]string{FileVar: "no/such/file.yaml"}, []string{FileVar}},
 	}
 	for _, tt := range tests {
@@ -116,7 +118,7 @@ func TestBackendCheck(t *testing.T) {
 		return Backend{HoldTTL: 15 * time.Minute, RequestTimeout: 5 * time.Second, DBTimeout: 2 * time.Second,
 			RedisTimeout: 300 * time.Millisecond, DBMaxConns: 1, ReconcileGrace: 4*time.Second + time.Millisecond,
 			QuotaIdemTTL: time.Second, QuotaRefreshEvery: time.Nanosecond, MaxBodyBytes: 256, MaxHeaderBytes: 1024,
-			ShutdownGrace: time.Nanosecond}
+			ShutdownGrace: time.Nanosecond, NATSReplicas: MaxNATSReplicas}
 	}
 	if err := valid().Check(); err != nil {
 		t.Fatalf("settings at each bound's edge: %v", err)
@@ -130,6 +132,8 @@ func TestBackendCheck(t *testing.T) {
 		{"VG_DB_TIMEOUT", func(c *Backend) { c.DBTimeout = 0 }},
 		{"VG_REDIS_TIMEOUT", func(c *Backend) { c.RedisTimeout = 0 }},
 		{"VG_DB_MAX_CONNS", func(c *Backend) { c.DBMaxConns = 0 }},
+		{"VG_NATS_REPLICAS", func(c *Backend) { c.NATSReplicas = 0 }},
+		{"VG_NATS_REPLICAS", func(c *Backend) { c.NATSReplicas = MaxNATSReplicas + 1 }},
 		{"VG_RECONCILE_GRACE", func(c *Backend) { c.ReconcileGrace = 2 * c.DBTimeout }},
 		{"VG_QUOTA_IDEM_TTL", func(c *Backend) { c.QuotaIdemTTL = time.Second - 1 }},
 		{"VG_QUOTA_REFRESH_EVERY", func(c *Backend) { c.QuotaRefreshEvery = 0 }},

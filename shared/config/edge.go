@@ -17,7 +17,10 @@ type Edge struct {
 	Upstream   string   `env:"VG_EDGE_UPSTREAM"` // the checkout API; empty: other paths get 404
 	NATSURL    string   `env:"VG_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
 	NATSPrefix string   `env:"VG_NATS_PREFIX" envDefault:"vouchergate"`
-	OpsAddr    string   `env:"VG_EDGE_OPS_ADDR" envDefault:"127.0.0.1:9081"` // /readyz in full and /metrics; empty: none
+	// NATSReplicas is the sold-out bucket's, used when the edge creates it before any backend
+	// has: the backends' setting.
+	NATSReplicas int    `env:"VG_NATS_REPLICAS" envDefault:"1"`
+	OpsAddr      string `env:"VG_EDGE_OPS_ADDR" envDefault:"127.0.0.1:9081"` // /readyz in full and /metrics; empty: none
 
 	// Client side: reading a request and writing its answer.
 	ReadTimeout     time.Duration `env:"VG_EDGE_READ_TIMEOUT" envDefault:"5s"`
@@ -115,6 +118,9 @@ func (c Edge) Check() error {
 	}
 	if err := events.CheckPrefix(c.NATSPrefix); err != nil {
 		return fmt.Errorf("VG_NATS_PREFIX: %w", err)
+	}
+	if c.NATSReplicas < 1 || c.NATSReplicas > MaxNATSReplicas {
+		return natsReplicasError(c.NATSReplicas)
 	}
 	for _, d := range []struct {
 		name string

@@ -45,6 +45,8 @@ func TestEdgeErrorsNameTheVariable(t *testing.T) {
 		{"VG_EDGE_BODY_BUDGET_BYTES", "4096", "VG_EDGE_BODY_BUDGET_BYTES"},
 		{"VG_EDGE_OPS_ADDR", "9081", "VG_EDGE_OPS_ADDR"},
 		{"VG_NATS_PREFIX", "a..b", "VG_NATS_PREFIX"},
+		{"VG_NATS_REPLICAS", "0", "VG_NATS_REPLICAS"},
+		{"VG_NATS_REPLICAS", "6", "VG_NATS_REPLICAS"},
 		{"VG_LOG_FORMAT", "xml", "VG_LOG_FORMAT"},
 		{"VG_LOG_LEVEL", "loud", "VG_LOG_LEVEL"},
 		{"VG_EDGE_TLS_CERT_FILE", "edge.pem", "VG_EDGE_TLS_KEY_FILE"},
