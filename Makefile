@@ -21,10 +21,11 @@ test: services vet
 test-faults: services
 	$(GO) test -race -count=1 ./backend/faulttest/
 
-## test-cluster: only the Redis Cluster scenarios (its harness; a master SIGKILLed mid-sale), with
-## the race detector; `make test` runs them too
+## test-cluster: only the cluster scenarios (the Redis Cluster and NATS cluster harnesses; a Redis
+## master, a NATS node SIGKILLed mid-sale), with the race detector; `make test` runs them too
 test-cluster: services
 	$(GO) test -race -count=1 -run 'Cluster' ./testkit/ ./backend/faulttest/
+	$(GO) test -race -count=1 -run 'NATSNodeKilledMidSale' ./edge/app/
 
 ## services: start PostgreSQL (5432), Redis (6379) and NATS (4222) on 127.0.0.1 unless they answer
 services:
