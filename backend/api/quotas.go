@@ -14,16 +14,26 @@ import (
 // timeouts (VG_REDIS_TIMEOUT), so they take a background context: a deduct cut short by a
 // deadline of ours could not give back the steps it took.
 
+// deduction reads a deduct's body (deduct's and check's) and checks its identities against
+// the caller's subject; it answers 400 or 403 and returns false when the request may not go on.
+func (s *Server) deduction(ctx *fasthttp.RequestCtx, subject string) (wire.QuotaDeductRequest, []quota.Item, bool) {
+	req, items, err := decodeDeduct(ctx.PostBody(), s.readDeduct)
+	if err != nil {
+		badRequest(ctx, err)
+		return req, nil, false
+	}
+	if !s.subjectMayDeduct(ctx, subject, items) {
+		return req, nil, false
+	}
+	return req, items, true
+}
+
 // deduct answers POST /quotas/deduct: 200 wire.QuotaDeductResponse (also to every retry of
 // the idemKey), 409 wire.QuotaExceeded, 409 QUOTA_ROLLED_BACK or IDEMPOTENCY_KEY_REUSED,
 // 400, 413, 503 (outcome may be unknown: retry with the same idemKey or roll back).
 func (s *Server) deduct(ctx *fasthttp.RequestCtx, subject string) {
-	req, items, err := decodeDeduct(ctx.PostBody(), s.readDeduct)
-	if err != nil {
-		badRequest(ctx, err)
-		return
-	}
-	if !s.subjectMayDeduct(ctx, subject, items) {
+	req, items, ok := s.deduction(ctx, subject)
+	if !ok {
 		return
 	}
 	res, err := s.quotas.Deduct(context.Background(), req.BizID, req.IdemKey, items)
@@ -43,12 +53,8 @@ func (s *Server) deduct(ctx *fasthttp.RequestCtx, subject string) {
 // not with the code (and for QUOTA_EXCEEDED the 409 body) it would be refused with; 400, 413,
 // 503 as a deduct. A refusal is an answer to the question, so a 200.
 func (s *Server) check(ctx *fasthttp.RequestCtx, subject string) {
-	req, items, err := decodeDeduct(ctx.PostBody(), s.readDeduct)
-	if err != nil {
-		badRequest(ctx, err)
-		return
-	}
-	if !s.subjectMayDeduct(ctx, subject, items) {
+	req, items, ok := s.deduction(ctx, subject)
+	if !ok {
 		return
 	}
 	res, err := s.quotas.Check(context.Background(), req.BizID, req.IdemKey, items)

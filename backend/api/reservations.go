@@ -11,20 +11,29 @@ import (
 	"vouchergate/shared/wire"
 )
 
-func (s *Server) reserve(ctx *fasthttp.RequestCtx, p params) {
+// reservation reads a reservation's body (reserve's and validate's) and checks it against the
+// caller's subject; it answers 400 or 403 and returns false when the request may not go on.
+func (s *Server) reservation(ctx *fasthttp.RequestCtx, p params) (voucher.Request, bool) {
 	req, err := decodeReserve(ctx.PostBody())
 	if err != nil {
 		badRequest(ctx, err)
-		return
+		return voucher.Request{}, false
 	}
 	if !s.subjectMayReserve(ctx, p.subject, string(req.CustomerID)) {
+		return voucher.Request{}, false
+	}
+	return voucher.Request{Code: p.code, CustomerID: string(req.CustomerID), OrderID: req.OrderID,
+		OrderAmount: *req.OrderAmount}, true
+}
+
+func (s *Server) reserve(ctx *fasthttp.RequestCtx, p params) {
+	req, ok := s.reservation(ctx, p)
+	if !ok {
 		return
 	}
 	c, cancel := s.context()
 	defer cancel()
-	r, err := s.vouchers.Reserve(c, voucher.Request{
-		Code: p.code, CustomerID: string(req.CustomerID), OrderID: req.OrderID, OrderAmount: *req.OrderAmount,
-	})
+	r, err := s.vouchers.Reserve(c, req)
 	if err != nil {
 		s.respondOutcome(ctx, err)
 		return
@@ -37,19 +46,13 @@ func (s *Server) reserve(ctx *fasthttp.RequestCtx, p params) {
 // or not valid with the code the reservation would be refused with (a refusal is an answer to
 // the question, so 200, not the reservation's 409/422); 400, 404 and 503 as a reservation.
 func (s *Server) validate(ctx *fasthttp.RequestCtx, p params) {
-	req, err := decodeReserve(ctx.PostBody())
-	if err != nil {
-		badRequest(ctx, err)
-		return
-	}
-	if !s.subjectMayReserve(ctx, p.subject, string(req.CustomerID)) {
+	req, ok := s.reservation(ctx, p)
+	if !ok {
 		return
 	}
 	c, cancel := s.context()
 	defer cancel()
-	r, err := s.vouchers.Validate(c, voucher.Request{
-		Code: p.code, CustomerID: string(req.CustomerID), OrderID: req.OrderID, OrderAmount: *req.OrderAmount,
-	})
+	r, err := s.vouchers.Validate(c, req)
 	if err == nil {
 		respondJSON(ctx, fasthttp.StatusOK, wire.ValidateResponse{Valid: true, DiscountAmount: &r.DiscountAmount})
 		return
