@@ -1,12 +1,13 @@
 package api
 
 import (
-	"bytes"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
+
+	"vouchergate/shared/wire"
 )
 
 // httpMetrics counts the API's answers by route, status and outcome code, and times them by
@@ -33,17 +34,9 @@ func newHTTPMetrics(reg prometheus.Registerer) httpMetrics {
 	return m
 }
 
-var errorPrefix = []byte(`{"error":"`)
-
 // observe counts the answer in ctx under route, started at start.
 func (m httpMetrics) observe(ctx *fasthttp.RequestCtx, route string, start time.Time) {
 	m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
-	code := "OK"
-	if body := ctx.Response.Body(); bytes.HasPrefix(body, errorPrefix) {
-		rest := body[len(errorPrefix):]
-		if end := bytes.IndexByte(rest, '"'); end > 0 {
-			code = string(rest[:end])
-		}
-	}
+	code := wire.OutcomeCode(ctx.Response.Body(), wire.ErrorPrefix)
 	m.answers.WithLabelValues(route, strconv.Itoa(ctx.Response.StatusCode()), code).Inc()
 }

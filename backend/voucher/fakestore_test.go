@@ -109,23 +109,18 @@ func (s *fakeStore) Lookup(ctx context.Context, code, orderID string) (voucher.L
 	if f := s.enter("Lookup", orderID); f.err != nil {
 		return voucher.Lookup{}, f.err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.vouchers[code]
-	if !ok {
-		return voucher.Lookup{}, voucher.ErrVoucherNotFound
-	}
-	l := voucher.Lookup{SoldOut: v.used >= v.TotalLimit}
-	if r, ok := s.redemptions[orderID]; ok {
-		l.Existing = &r
-	}
-	return l, nil
+	return s.lookup(code, orderID, "")
 }
 
 func (s *fakeStore) LookupCustomer(ctx context.Context, code, orderID, customerID string) (voucher.Lookup, error) {
 	if f := s.enter("LookupCustomer", orderID); f.err != nil {
 		return voucher.Lookup{}, f.err
 	}
+	return s.lookup(code, orderID, customerID)
+}
+
+// lookup is Lookup's answer, with the customer's active uses counted when customerID is set.
+func (s *fakeStore) lookup(code, orderID, customerID string) (voucher.Lookup, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.vouchers[code]
@@ -135,6 +130,9 @@ func (s *fakeStore) LookupCustomer(ctx context.Context, code, orderID, customerI
 	l := voucher.Lookup{SoldOut: v.used >= v.TotalLimit}
 	if r, ok := s.redemptions[orderID]; ok {
 		l.Existing = &r
+	}
+	if customerID == "" {
+		return l, nil
 	}
 	for _, r := range s.redemptions {
 		if r.VoucherCode == code && r.CustomerID == customerID && r.Active() {

@@ -99,10 +99,7 @@ func (m *metrics) upstreamError(status int) {
 	}
 }
 
-var (
-	errorPrefix    = []byte(`{"error":"`)
-	notValidPrefix = []byte(`{"valid":false,"error":"`) // a dry run's refusal: its code is the outcome
-)
+var notValidPrefix = []byte(`{"valid":false,"error":"`) // a dry run's refusal: its code is the outcome
 
 // answered counts and times the answer in ctx to a request of route r. The sold-out answers
 // (a reservation's, a dry run's) are counted on counters resolved once; others look theirs up
@@ -118,16 +115,9 @@ func (m *metrics) answered(r route, ctx *fasthttp.RequestCtx) {
 		m.soldOutValids.Inc()
 		return
 	}
-	code := "OK"
-	prefix := errorPrefix
+	prefix := wire.ErrorPrefix
 	if r == routeValidate && status == fasthttp.StatusOK {
 		prefix = notValidPrefix
 	}
-	if bytes.HasPrefix(body, prefix) {
-		rest := body[len(prefix):]
-		if end := bytes.IndexByte(rest, '"'); end > 0 && end <= 32 {
-			code = string(rest[:end])
-		}
-	}
-	m.answers.WithLabelValues(routeNames[r], strconv.Itoa(status), code).Inc()
+	m.answers.WithLabelValues(routeNames[r], strconv.Itoa(status), wire.OutcomeCode(body, prefix)).Inc()
 }

@@ -2,6 +2,8 @@
 // request and response bodies, error codes, and the limits on identifiers.
 package wire
 
+import "bytes"
+
 // ReserveRequest is the body of POST /vouchers/{code}/reservations.
 type ReserveRequest struct {
 	CustomerID  CustomerID `json:"customerId"` // a JSON integer or string; see CustomerID
@@ -63,3 +65,20 @@ const (
 	StatusConfirmed = "CONFIRMED"
 	StatusReleased  = "RELEASED"
 )
+
+// ErrorPrefix starts every error answer's body ({"error":"CODE",…}).
+var ErrorPrefix = []byte(`{"error":"`)
+
+// OutcomeCode is the code that follows prefix (ErrorPrefix, or a dry run's refusal prefix) at the
+// start of an answer's body, or "OK" when the body does not start so: what the metrics count an
+// answer under. A code is at most 32 bytes.
+func OutcomeCode(body, prefix []byte) string {
+	if !bytes.HasPrefix(body, prefix) {
+		return "OK"
+	}
+	rest := body[len(prefix):]
+	if end := bytes.IndexByte(rest, '"'); end > 0 && end <= 32 {
+		return string(rest[:end])
+	}
+	return "OK"
+}
