@@ -418,26 +418,51 @@ func (c *kaConn) reserve(code string, a attempt) sent {
 	return r
 }
 
-// A client that holds a request half sent does not hold the shutdown past the grace: the
-// backend exits within its grace and 2 s, with status 1 and the cut reported in its log
-// (fasthttp's own ReadTimeout, 10 s, would let the client hold it that long).
+// A request still in flight does not hold the shutdown past the grace: the backend exits after
+// its grace and within 2 s more, with status 1 and the cut reported in its log (the request's
+// own timeouts, 10 s and 30 s here, would let it hold the process that long).
 func TestSIGTERMBoundedByGrace(t *testing.T) {
 	const grace = time.Second
-	proc := backendtest.StartProcess(t, backendtest.Config(t), "VG_SHUTDOWN_GRACE="+grace.String())
+	cfg := backendtest.Config(t)
+	checker := backendtest.Start(t, cfg)
+	checker.CreateVoucher(t, backendtest.Voucher{Code: "SLOW", Discount: discount, TotalLimit: 10})
+	proc := backendtest.StartProcess(t, cfg, "VG_SHUTDOWN_GRACE="+grace.String())
+
+	// The test holds the voucher's row, so the reservation waits on its lock inside the
+	// handler: in flight for certain when the signal comes, whatever the machine's load.
+	ctx := context.Background()
+	tx, err := checker.App.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM vouchers WHERE code = 'SLOW' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
 	c, err := net.Dial("tcp", proc.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := io.WriteString(c, "POST /vouchers/SLOW/reservations HTTP/1.1\r\nHost: vouchergate\r\n"); err != nil {
+	body := `{"customerId":1,"orderId":"O-1","orderAmount":100000}`
+	if _, err := fmt.Fprintf(c, "POST /vouchers/SLOW/reservations HTTP/1.1\r\nHost: vouchergate\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
 		t.Fatal(err)
 	}
-	// Read or not yet, the connection is not idle: fasthttp's Shutdown takes a new connection
-	// for idle only 5 s after it opened.
+	testkit.Eventually(t, "the reservation waits on the voucher's row", func() bool {
+		var waiting int
+		err := checker.App.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+		return err == nil && waiting > 0
+	})
+
 	status, took := proc.Terminate(grace + 2*time.Second)
 	t.Logf("exited with status %d %v after SIGTERM", status, took.Round(time.Millisecond))
 	if status != 1 {
 		t.Errorf("exit status %d with a request cut at the grace; want 1", status)
+	}
+	if took < grace {
+		t.Errorf("exited %v after SIGTERM with a request in flight; want the grace, %v", took, grace)
 	}
 	if out := proc.Output(); !strings.Contains(out, "requests still in flight after the grace") {
 		t.Errorf("the log does not say a request was cut at the grace")
