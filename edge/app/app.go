@@ -191,7 +191,7 @@ func (a *App) ListenAndServe() error {
 	a.log.Info("edge listening", "addr", a.Config.Addr, "tls", a.tls != nil, "ops", a.Config.OpsAddr, "backends", a.Config.Backends,
 		"upstream", a.Config.Upstream, "tokens", a.tokens != nil, "serviceKey", a.Config.APIKey != "")
 	errc := make(chan error, 2)
-	if a.Config.OpsAddr != "" {
+	if a.Config.HasOps() {
 		ln, err := net.Listen("tcp", a.Config.OpsAddr)
 		if err != nil {
 			return fmt.Errorf("VG_EDGE_OPS_ADDR=%s: %w", a.Config.OpsAddr, err)

@@ -35,7 +35,7 @@ func startEdgeProcess(t *testing.T, env ...string) *edgeProcess {
 	addr := freeAddr(t)
 	base := []string{
 		"VG_EDGE_ADDR=" + addr, "VG_EDGE_BACKENDS=" + freeAddr(t), "VG_NATS_URL=" + testkit.NATSURL,
-		"VG_NATS_PREFIX=" + testkit.NATSPrefix(), "VG_EDGE_OPS_ADDR=", "VG_EDGE_SYNC_WAIT=0s",
+		"VG_NATS_PREFIX=" + testkit.NATSPrefix(), "VG_EDGE_OPS_ADDR=off", "VG_EDGE_SYNC_WAIT=0s",
 	}
 	var vars []string
 	for _, kv := range os.Environ() {

@@ -20,7 +20,7 @@ type Edge struct {
 	// NATSReplicas is the sold-out bucket's, used when the edge creates it before any backend
 	// has: the backends' setting.
 	NATSReplicas int    `env:"VG_NATS_REPLICAS" envDefault:"1"`
-	OpsAddr      string `env:"VG_EDGE_OPS_ADDR" envDefault:"127.0.0.1:9081"` // /readyz in full and /metrics; empty: none
+	OpsAddr      string `env:"VG_EDGE_OPS_ADDR" envDefault:"127.0.0.1:9081"` // /readyz in full and /metrics; "off": none
 
 	// Client side: reading a request and writing its answer.
 	ReadTimeout     time.Duration `env:"VG_EDGE_READ_TIMEOUT" envDefault:"5s"`
@@ -160,8 +160,8 @@ func (c Edge) Check() error {
 		return fmt.Errorf("VG_EDGE_MAX_CONNS_PER_IP is %d; expected 0 (no cap) or a count such as 512", c.MaxConnsPerIP)
 	case c.BodyBudgetBytes != 0 && c.BodyBudgetBytes < c.MaxBodyBytes:
 		return fmt.Errorf("VG_EDGE_BODY_BUDGET_BYTES is %d; expected 0 (no cap) or at least VG_EDGE_MAX_BODY_BYTES (%d)", c.BodyBudgetBytes, c.MaxBodyBytes)
-	case c.OpsAddr != "" && !validHostPort(c.OpsAddr):
-		return fmt.Errorf("VG_EDGE_OPS_ADDR is %q; expected empty (no ops listener) or host:port such as 127.0.0.1:9081", c.OpsAddr)
+	case c.HasOps() && !validHostPort(c.OpsAddr):
+		return fmt.Errorf("VG_EDGE_OPS_ADDR is %q; expected host:port such as 127.0.0.1:9081, or %q (no ops listener)", c.OpsAddr, OpsOff)
 	case c.MaxRespBytes < 1024:
 		return fmt.Errorf("VG_EDGE_MAX_RESPONSE_BYTES is %d; expected at least 1024", c.MaxRespBytes)
 	}
@@ -221,3 +221,10 @@ func SplitUpstream(s string) (addr string, tls bool, err error) {
 	}
 	return s, tls, nil
 }
+
+// OpsOff is the VG_EDGE_OPS_ADDR that turns the ops listener off. An empty value cannot: like
+// every variable with a default, an empty one takes the default.
+const OpsOff = "off"
+
+// HasOps reports whether the edge runs an ops listener.
+func (c Edge) HasOps() bool { return c.OpsAddr != "" && c.OpsAddr != OpsOff }

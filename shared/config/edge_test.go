@@ -29,6 +29,24 @@ func TestLoadEdgeFromTheEnvironment(t *testing.T) {
 	}
 }
 
+// "off" turns the ops listener off; an empty value, as for every variable with a default,
+// takes the default (caarlos0/env), so it cannot.
+func TestOpsListenerOff(t *testing.T) {
+	for value, want := range map[string]bool{"off": false, "": true, "127.0.0.1:9999": true} {
+		t.Run(value, func(t *testing.T) {
+			t.Setenv("VG_EDGE_BACKENDS", "127.0.0.1:9001")
+			t.Setenv("VG_EDGE_OPS_ADDR", value)
+			c, err := LoadEdge()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.HasOps() != want {
+				t.Errorf("VG_EDGE_OPS_ADDR=%q: ops listener %v (addr %q); want %v", value, c.HasOps(), c.OpsAddr, want)
+			}
+		})
+	}
+}
+
 func TestEdgeErrorsNameTheVariable(t *testing.T) {
 	tests := []struct{ name, value, want string }{
 		{"VG_EDGE_BACKENDS", "nohost", "VG_EDGE_BACKENDS"},
