@@ -21,8 +21,9 @@ test: services vet
 test-faults: services
 	$(GO) test -race -count=1 ./backend/faulttest/
 
-## test-cluster: only the cluster scenarios (the Redis Cluster and NATS cluster harnesses; a Redis
-## master, a NATS node SIGKILLed mid-sale), with the race detector; `make test` runs them too
+## test-cluster: only the cluster scenarios (two edges and two backends on a replicated Redis Cluster
+## and a NATS cluster: 200 vouchers at once; a Redis master, a NATS node, a backend and an edge
+## SIGKILLed mid-sale), with the race detector; `make test` runs them too
 test-cluster: services
 	$(GO) test -race -count=1 -run 'Cluster' ./testkit/ ./backend/faulttest/
 	$(GO) test -race -count=1 -run 'NATSNodeKilledMidSale' ./edge/app/

@@ -76,6 +76,9 @@ func startRedisCluster(t testing.TB, replicas bool, nodeTimeout time.Duration) *
 			// The other masters keep serving their slots while one has none, as a sale on
 			// several shards needs (by default every node refuses every slot meanwhile).
 			argv = append(argv, "--cluster-require-full-coverage", "no")
+			// A replica's first sync starts at once, not after the 5 s a master waits by
+			// default for more replicas to share one transfer.
+			argv = append(argv, "--repl-diskless-sync-delay", "0")
 		}
 		p := newProcess(t, "redis cluster node "+addr, nil)
 		if err := p.start(argv, func(ctx context.Context) error { return redisPing(ctx, addr) }); err != nil {

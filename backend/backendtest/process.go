@@ -52,6 +52,9 @@ func StartProcess(t testing.TB, cfg config.Backend, extra ...string) *Process {
 		"VG_ADMIN_TOKEN="+Token,
 		"VG_EXPIRE_EVERY=0", "VG_RECONCILE_EVERY=0", "VG_WARMUP_EVERY=0",
 	)
+	if len(cfg.RedisClusterAddrs) > 0 {
+		env = append(env, "VG_REDIS_CLUSTER_ADDRS="+strings.Join(cfg.RedisClusterAddrs, ","))
+	}
 	p := &Process{t: t, addr: addr, env: append(env, extra...), logPath: filepath.Join(t.TempDir(), "backend.log"),
 		binary: Binary, name: "backend"}
 	p.run()
@@ -69,7 +72,7 @@ func StartEdgeProcess(t testing.TB, cfg config.Backend, backends string, extra .
 		"VG_EDGE_ADDR="+addr, "VG_EDGE_BACKENDS="+backends,
 		"VG_NATS_URL="+cfg.NATSURL, "VG_NATS_PREFIX="+cfg.NATSPrefix,
 		"VG_NATS_REPLICAS="+strconv.Itoa(max(1, cfg.NATSReplicas)),
-		"VG_EDGE_OPS_ADDR=", "VG_EDGE_SYNC_WAIT=0s",
+		"VG_EDGE_OPS_ADDR="+config.OpsOff, "VG_EDGE_SYNC_WAIT=0s",
 	)
 	p := &Process{t: t, addr: addr, env: append(env, extra...), logPath: filepath.Join(t.TempDir(), "edge.log"),
 		binary: EdgeBinary, name: "edge"}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"vouchergate/backend/backendtest"
 	"vouchergate/shared/config"
 	"vouchergate/shared/keys"
 	"vouchergate/shared/wire"
@@ -32,6 +33,14 @@ func TestRedisClusterMasterFailoverMidSale(t *testing.T) {
 	}
 	cluster := testkit.StartReplicatedRedisCluster(t)
 	b, clock, c := startBackend(t, func(cfg *config.Backend) { cfg.RedisClusterAddrs = cluster.Addrs() })
+	failoverMidSale(t, cluster, b, clock, []*client{c}, c)
+}
+
+// failoverMidSale runs the failover scenario on vouchers created through b, sold through
+// fronts (a backend, or the edges of a stack), reconciled through admin with b's clock moved
+// past the grace period.
+func failoverMidSale(t *testing.T, cluster *testkit.RedisCluster, b *backendtest.Backend, clock *testkit.OffsetClock, fronts []*client, c *client) {
+	t.Helper()
 	const vouchers, total = 30, 60
 	codes := make([]string, vouchers)
 	shardOf := map[string]string{} // code -> the address of its slot's master
@@ -49,7 +58,7 @@ func TestRedisClusterMasterFailoverMidSale(t *testing.T) {
 		t.Fatalf("the vouchers' slots are served by %v; want all three masters", masters)
 	}
 
-	buyers := startBuyers(c, codes, 100)
+	buyers := startBuyers(fronts, codes, 100)
 	buyers.waitGranted(t, vouchers*total/4)
 	dead, slot := cluster.KillMasterOf(t, keys.ForVoucher(b.Config.RedisPrefix, codes[0]).Remaining)
 	killedAt := time.Now()
@@ -120,10 +129,11 @@ func TestRedisClusterMasterFailoverMidSale(t *testing.T) {
 	}
 }
 
-// buy is one buyer's single request for one voucher.
+// buy is one buyer's single request for one voucher, and the client it went through.
 type buy struct {
 	outcome
 	voucher string
+	via     int
 }
 
 type buys []buy
@@ -147,8 +157,8 @@ func (bs buys) outcomes() []outcome {
 }
 
 // buyers are workers that each send one reservation at a time, a new customer and order each,
-// cycling over the vouchers, until stopped. Nobody retries: each request's answer is recorded
-// as it came.
+// cycling over the vouchers and over the clients (the front doors), until stopped. Nobody
+// retries: each request's answer is recorded as it came.
 type buyers struct {
 	quit    chan struct{}
 	wg      sync.WaitGroup
@@ -161,7 +171,7 @@ type buyers struct {
 
 var once = policy{tries: 1, timeout: func(int) time.Duration { return 30 * time.Second }}
 
-func startBuyers(c *client, codes []string, workers int) *buyers {
+func startBuyers(clients []*client, codes []string, workers int) *buyers {
 	bs := &buyers{quit: make(chan struct{}), soldOut: map[string]bool{}}
 	var next atomic.Int64
 	for range workers {
@@ -175,13 +185,13 @@ func startBuyers(c *client, codes []string, workers int) *buyers {
 				default:
 				}
 				n := next.Add(1)
-				code := codes[int(n)%len(codes)]
-				o := c.reserveOrder(code, attempt{customer: fmt.Sprintf("c%d", n), order: fmt.Sprintf("o%d", n)}, once)
+				code, via := codes[int(n)%len(codes)], int(n/int64(len(codes)))%len(clients)
+				o := clients[via].reserveOrder(code, attempt{customer: fmt.Sprintf("c%d", n), order: fmt.Sprintf("o%d", n)}, once)
 				if o.status == 201 {
 					bs.granted.Add(1)
 				}
 				bs.mu.Lock()
-				bs.buys = append(bs.buys, buy{outcome: o, voucher: code})
+				bs.buys = append(bs.buys, buy{outcome: o, voucher: code, via: via})
 				if o.status == 409 && o.code == wire.CodeOutOfStock {
 					bs.soldOut[code] = true
 				}

@@ -38,12 +38,21 @@ type outcome struct {
 
 // reserveOrder is one client reserving its order under policy p.
 func (c *client) reserveOrder(code string, a attempt, p policy) outcome {
+	return reserveVia([]*client{c}, 0, code, a, p)
+}
+
+// reserveVia is one client reserving its order under policy p through several front doors
+// (the edges of a scaled-out stack): the first request goes to clients[first], each retry to
+// the next. A 502 (an edge that could not reach a backend: nothing was sent) is retried like a
+// 503.
+func reserveVia(clients []*client, first int, code string, a attempt, p policy) outcome {
 	o := outcome{attempt: a}
 	body := map[string]any{"customerId": a.customer, "orderId": a.order, "orderAmount": orderAmount}
 	for try := range p.tries {
 		if try > 0 {
 			time.Sleep(p.pause/2 + rand.N(p.pause))
 		}
+		c := clients[(first+try)%len(clients)]
 		o.sentAt = time.Now()
 		o.answer, _ = c.send("POST", "/vouchers/"+code+"/reservations", body, p.timeout(try))
 		o.answeredAt = time.Now()
@@ -55,7 +64,7 @@ func (c *client) reserveOrder(code string, a attempt, p policy) outcome {
 			}
 			continue
 		}
-		if o.status != 503 {
+		if o.status != 503 && o.status != 502 {
 			break
 		}
 	}
