@@ -83,7 +83,8 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 		},
 		func() (int, error) { return adminExpire(clients[1]) },
 	}
-	for _, run := range expire {
+	var passes [2]atomic.Int64 // whole runs of each expiry job
+	for k, run := range expire {
 		jobs.Add(1)
 		go func() {
 			defer jobs.Done()
@@ -98,15 +99,32 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 					t.Errorf("expire: %v", err)
 				}
 				expired.Add(int64(n))
+				passes[k].Add(1)
 				time.Sleep(3 * time.Millisecond)
 			}
 		}()
 	}
-	// The clock moves by the customers' progress, not by time: 30 s each time another 25th of
-	// their confirms has been answered, 24 times. So confirms are answered on both sides of
-	// their hold's expiry, and newcomers come in along the way, however fast the machine is.
-	var progress atomic.Int64                                // the customers' confirms answered
-	customerConfirms := int64(len(first) + (len(first)+2)/3) // one each, two for every third
+	// The clock moves 30 s at a time, 24 times, and customers confirm in 25 groups, group g
+	// once the clock has made g steps. Order i of wave w (its hold expiring at step 2w) goes
+	// in a group a step before its expiry, at it, or a step after: the step after a group's
+	// confirms are all answered and a whole run of each job has followed the last step, so the
+	// first kind is certainly accepted, the last certainly refused, and the middle races the
+	// jobs, however fast or slow the machine.
+	const groups = 25
+	groupOf := func(i int) int {
+		return min(groups-1, max(0, i*20/len(first)+(i/3)%3-1))
+	}
+	var want, answered [groups]atomic.Int64 // confirms of each group, asked and answered
+	var progress atomic.Int64               // the customers' confirms answered
+	customerConfirms := int64(0)
+	for i := range first {
+		n := int64(1)
+		if i%3 == 0 {
+			n = 2 // through both backends
+		}
+		want[groupOf(i)].Add(n)
+		customerConfirms += n
+	}
 	waitProgress := func(n int64) {
 		for progress.Load() < n {
 			time.Sleep(time.Millisecond)
@@ -116,9 +134,19 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 	jobs.Add(1)
 	go func() {
 		defer jobs.Done()
-		for step := int64(1); step <= 24; step++ {
-			waitProgress(step * customerConfirms / 25)
+		for step := int64(1); step <= groups-1; step++ {
+			for g := range step {
+				for answered[g].Load() < want[g].Load() {
+					time.Sleep(time.Millisecond)
+				}
+			}
 			clock.Advance(30 * time.Second)
+			before := [2]int64{passes[0].Load(), passes[1].Load()}
+			for k := range passes {
+				for passes[k].Load() < before[k]+2 {
+					time.Sleep(time.Millisecond)
+				}
+			}
 			steps.Add(1)
 		}
 	}()
@@ -137,13 +165,20 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 		confirms = append(confirms, confirmation{order, got})
 		mu.Unlock()
 	}
+	confirmAnswered := func(i int) {
+		answered[groupOf(i)].Add(1)
+		progress.Add(1)
+	}
 	for i, order := range first {
 		buyers.Add(1)
 		go func() {
 			defer buyers.Done()
+			for steps.Load() < int64(groupOf(i)) {
+				time.Sleep(time.Millisecond)
+			}
 			if i%3 != 0 {
 				confirm(clients[i%2], order)
-				progress.Add(1)
+				confirmAnswered(i)
 				return
 			}
 			var both sync.WaitGroup
@@ -152,7 +187,7 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 				go func() {
 					defer both.Done()
 					confirm(c, order)
-					progress.Add(1)
+					confirmAnswered(i)
 				}()
 			}
 			both.Wait()
