@@ -13,7 +13,7 @@ import (
 // One batch of 32 new customers per op against one reservation per op (the single-row path),
 // on the same voucher row: the database's side of group commit, without HTTP or Redis.
 func BenchmarkReserveMany(b *testing.B) {
-	for _, size := range []int{1, 32} {
+	for _, size := range []int{1, 32, 128} {
 		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
 			s, _ := openStoreB(b)
 			createVoucherB(b, s, "BENCH", 1<<30, 1)
