@@ -28,14 +28,19 @@ func machine(before string, began time.Time) {
 		before, loadAverage(), runtime.NumCPU(), time.Since(began).Round(time.Second))
 }
 
+// roundFlags are the flags of the closed-loop comparisons (allwin, refusals).
+func roundFlags(fs *flag.FlagSet, r *flashbench.Loop) {
+	fs.IntVar(&r.Rounds, "rounds", 5, "rounds per side, alternating")
+	fs.DurationVar(&r.Duration, "duration", 3*time.Second, "measured time per round and side (whole seconds)")
+	fs.DurationVar(&r.Warmup, "warmup", 500*time.Millisecond, "unmeasured start of each backend round")
+	fs.IntVar(&r.Conns, "conns", 50, "connections to the backend, one request in flight on each")
+}
+
 func runAllWin(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("allwin", flag.ExitOnError)
 	srv, binary := systemFlags(fs)
 	s := flashbench.AllWinSettings{}
-	fs.IntVar(&s.Rounds, "rounds", 5, "rounds per side, alternating")
-	fs.DurationVar(&s.Duration, "duration", 3*time.Second, "measured time per round and side (whole seconds)")
-	fs.DurationVar(&s.Warmup, "warmup", 500*time.Millisecond, "unmeasured start of each backend round")
-	fs.IntVar(&s.Conns, "conns", 50, "connections to the backend, one request in flight on each")
+	roundFlags(fs, &s.Loop)
 	fs.IntVar(&s.PgClients, "pgclients", 32, "pgbench clients (-c)")
 	fs.IntVar(&s.PgThreads, "pgthreads", 2, "pgbench threads (-j)")
 	_ = fs.Parse(args)
@@ -46,6 +51,17 @@ func runAllWin(ctx context.Context, args []string) error {
 		}
 		defer s1.Close()
 		return flashbench.RunAllWin(ctx, b, s1, s)
+	})
+}
+
+func runRefusals(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("refusals", flag.ExitOnError)
+	srv, binary := systemFlags(fs)
+	s := flashbench.RefusalSettings{}
+	roundFlags(fs, &s.Loop)
+	_ = fs.Parse(args)
+	return withBackend(ctx, *srv, *binary, func(b *flashbench.Backend) (printer, error) {
+		return flashbench.RunRefusals(ctx, b, s)
 	})
 }
 

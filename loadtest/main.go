@@ -3,6 +3,7 @@
 //	go run ./loadtest compare [flags]        the edge's sold-out answer against a bare fasthttp server
 //	go run ./loadtest flash -target ADDR ... reservations of new orders at an edge or backend on 127.0.0.1
 //	go run ./loadtest allwin [flags]         flash reservations that all win vs the seed's Solution 1 (pgbench)
+//	go run ./loadtest refusals [flags]       reservations refused at a sold-out flash voucher's gate vs all-win ones
 //	go run ./loadtest sellout [flags]        10,000-use flash sales of 200 concurrent new customers
 //	go run ./loadtest sale -code CODE [flags] rehearse a flash sale, open loop, with a verdict and a report
 //	go run ./loadtest salebench [flags]      the same sale through an edge and a backend it starts itself
@@ -37,6 +38,8 @@ func main() {
 		err = runFlash(ctx, os.Args[2:])
 	case "allwin":
 		err = runAllWin(ctx, os.Args[2:])
+	case "refusals":
+		err = runRefusals(ctx, os.Args[2:])
 	case "sellout":
 		err = runSellout(ctx, os.Args[2:])
 	case "sale":
@@ -58,6 +61,7 @@ func usage() {
 	fmt.Fprintln(os.Stderr, `usage: loadtest compare [-rounds N -duration D -warmup D -conns N]
        loadtest flash -target 127.0.0.1:PORT -code CODE [-duration D -conns N]
        loadtest allwin [-rounds N -duration D -warmup D -conns N -pgclients N -pgthreads N -backend PATH]
+       loadtest refusals [-rounds N -duration D -warmup D -conns N -backend PATH]
        loadtest sellout [-rounds N -uses N -conns N -tail D -limit D -baseline=BOOL -backend PATH]
        loadtest sale -code CODE [-target URL -admin URL -token T -create -uses N -per-customer K -rate R
                      -duration D | -requests N -connections C -retry-share S ... -json FILE -report FILE.html]

@@ -16,14 +16,19 @@ const AllWinCode = "ALLWIN"
 // AllWinUses is its total limit, the largest the backend accepts.
 const AllWinUses = 10_000_000
 
+// Loop says how a closed-loop comparison runs: alternating rounds of each side.
+type Loop struct {
+	Rounds   int
+	Duration time.Duration // measured per round and side; whole seconds for pgbench's -T
+	Warmup   time.Duration // the backend side's unmeasured start of each round
+	Conns    int           // the backend side's connections
+}
+
 // AllWinSettings say how to compare.
 type AllWinSettings struct {
-	Rounds    int
-	Duration  time.Duration // measured per round and side; whole seconds (pgbench's -T)
-	Warmup    time.Duration // the backend side's unmeasured start of each round
-	Conns     int           // the backend side's connections
-	PgClients int           // pgbench -c
-	PgThreads int           // pgbench -j
+	Loop
+	PgClients int // pgbench -c
+	PgThreads int // pgbench -j
 }
 
 // AllWinReport holds every round of both sides.
@@ -44,16 +49,10 @@ func RunAllWin(ctx context.Context, b *Backend, s1 *Solution1, s AllWinSettings)
 	}
 	meter := cpuMeter{backendPID: b.PID, redis: b.redis}
 	runBackend := func(round int) error {
-		ls := load.Settings{Conns: s.Conns, Duration: s.Duration, Warmup: s.Warmup, Code: AllWinCode,
-			Prefix: fmt.Sprintf("o%d-", round), Customers: fmt.Sprintf("c%d-", round)}
-		start := meter.sample(ctx)
-		res, err := load.Run(ctx, b.Addr, ls)
-		use := start.until(meter.sample(ctx))
+		res, use, err := backendRound(ctx, b, meter, load.Settings{Conns: s.Conns, Duration: s.Duration, Warmup: s.Warmup,
+			Code: AllWinCode, Prefix: fmt.Sprintf("o%d-", round), Customers: fmt.Sprintf("c%d-", round)}, 201)
 		if err != nil {
-			return err
-		}
-		if res.Errors > 0 || res.Statuses[201] != res.Requests {
-			return fmt.Errorf("backend round %d answered %v with %d failed connections; want only 201", round+1, res.Statuses, res.Errors)
+			return fmt.Errorf("backend round %d: %w", round+1, err)
 		}
 		r.Backend, r.BackendCPU = append(r.Backend, res), append(r.BackendCPU, use)
 		return nil
@@ -148,4 +147,19 @@ func ms(d time.Duration) time.Duration {
 		return d.Round(100 * time.Microsecond)
 	}
 	return d.Round(time.Microsecond)
+}
+
+// backendRound runs one closed-loop round of reservations at b and measures the CPU it took;
+// every request must be answered status.
+func backendRound(ctx context.Context, b *Backend, meter cpuMeter, ls load.Settings, status int) (load.Result, CPUUse, error) {
+	start := meter.sample(ctx)
+	res, err := load.Run(ctx, b.Addr, ls)
+	use := start.until(meter.sample(ctx))
+	if err != nil {
+		return res, use, err
+	}
+	if res.Errors > 0 || res.Statuses[status] != res.Requests {
+		return res, use, fmt.Errorf("answered %v with %d failed connections; want only %d", res.Statuses, res.Errors, status)
+	}
+	return res, use, nil
 }

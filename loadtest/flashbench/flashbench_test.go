@@ -34,7 +34,8 @@ func TestBenchmarksAgainstARealBackend(t *testing.T) {
 	}
 	defer s1.Close()
 
-	aw, err := RunAllWin(ctx, b, s1, AllWinSettings{Rounds: 1, Duration: time.Second, Warmup: 100 * time.Millisecond, Conns: 4, PgClients: 4, PgThreads: 1})
+	short := Loop{Rounds: 1, Duration: time.Second, Warmup: 100 * time.Millisecond, Conns: 4}
+	aw, err := RunAllWin(ctx, b, s1, AllWinSettings{Loop: short, PgClients: 4, PgThreads: 1})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b.LogTail(2000))
 	}
@@ -45,6 +46,19 @@ func TestBenchmarksAgainstARealBackend(t *testing.T) {
 	aw.Print(&out)
 	if !strings.Contains(out.String(), "ratio backend/pgbench") {
 		t.Fatalf("all-win report printed:\n%s", out.String())
+	}
+
+	rf, err := RunRefusals(ctx, b, RefusalSettings{Loop: short})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.LogTail(2000))
+	}
+	if len(rf.Refused) != 1 || rf.Refused[0].Statuses[409] == 0 || len(rf.Won) != 1 || rf.Won[0].Statuses[201] == 0 || rf.UsedSoldOut != 1 {
+		t.Fatalf("refusals report %+v", rf)
+	}
+	out.Reset()
+	rf.Print(&out)
+	if !strings.Contains(out.String(), "a refusal costs") {
+		t.Fatalf("refusals report printed:\n%s", out.String())
 	}
 
 	sr, err := RunSales(ctx, b, SaleSettings{Rounds: 1, Uses: 100, Conns: 20, Tail: 100 * time.Millisecond, Limit: 20 * time.Second, Baseline: true})
