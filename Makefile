@@ -50,6 +50,7 @@ bench: services bench-edge bench-sale
 	$(GO) test -run '^$$' -bench 'DeductReaders(Body|Handler)' -benchmem -count 3 ./backend/api
 	$(GO) test -run '^$$' -bench 'ReserveKeyCheck|KeyCheck' -benchmem -benchtime 20000x -count 3 ./backend/api
 	$(GO) test -run '^$$' -bench 'Lookup' -benchmem ./backend/apikeys
+	$(GO) test -run '^$$' -bench 'ReserveMany|ReserveAcrossVouchers' -benchtime 400x ./backend/store
 	$(GO) run ./loadtest allwin -rounds 5 -duration 3s -warmup 500ms -conns 50 -pgclients 32 -pgthreads 2
 	$(GO) run ./loadtest refusals -rounds 5 -duration 3s -warmup 500ms -conns 50
 	$(GO) run ./loadtest sellout -rounds 3 -uses 10000 -conns 200 -tail 1s -limit 20s

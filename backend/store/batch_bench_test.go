@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +39,47 @@ func BenchmarkReserveMany(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/row")
+		})
+	}
+}
+
+// go test -run '^$' -bench ReserveAcrossVouchers -benchtime 400x ./backend/store
+// Eight writers each commit batches of 32 new customers, all on one voucher's row (as eight
+// backends writing one hot voucher) or each on a voucher of its own (a sale of many vouchers):
+// rows/s is what the database takes from one voucher against many at once.
+func BenchmarkReserveAcrossVouchers(b *testing.B) {
+	const writers, size = 8, 32
+	for _, vouchers := range []int{1, writers} {
+		b.Run(fmt.Sprintf("vouchers=%d", vouchers), func(b *testing.B) {
+			s, _ := openStoreB(b)
+			for v := range vouchers {
+				createVoucherB(b, s, fmt.Sprintf("V%d", v), 1<<30, 1)
+			}
+			ctx := context.Background()
+			now := time.Now()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					code := fmt.Sprintf("V%d", w%vouchers)
+					holds := make([]voucher.Hold, size)
+					for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+						for j := range holds {
+							id := fmt.Sprintf("%d-%d", i, j)
+							holds[j] = hold(code, "c-"+id, "o-"+id, now)
+						}
+						if _, err := s.ReserveMany(ctx, code, holds); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
 }
