@@ -29,11 +29,11 @@ type Stack struct {
 	StartUp  time.Duration // from the first server started to the last edge answering
 }
 
-// StartStack starts a Stack. The backends get backendExtra (VG_* settings) on top of the
-// production bounds a retry lives with: an outcome unknown after a fault is taken for stale
-// after 2×VG_DB_TIMEOUT (2 s), and a retry waits VG_INFLIGHT_WAIT (1 s) for its first attempt,
-// so a sale converges within seconds after a process dies.
-func StartStack(t testing.TB, backendExtra ...string) *Stack {
+// StartStack starts a Stack. Its backends keep the production bounds a retry lives with: an
+// outcome unknown after a fault is taken for stale after 2×VG_DB_TIMEOUT (2 s), and a retry
+// waits VG_INFLIGHT_WAIT (1 s) for its first attempt, so a sale converges within seconds after
+// a process dies.
+func StartStack(t testing.TB) *Stack {
 	t.Helper()
 	start := time.Now()
 	s := &Stack{Redis: testkit.StartReplicatedRedisCluster(t), NATS: testkit.StartNATSCluster(t), Clock: &testkit.OffsetClock{}}
@@ -45,8 +45,7 @@ func StartStack(t testing.TB, backendExtra ...string) *Stack {
 
 	// Each backend takes a third of the database's test connections at most: with the checker's
 	// they stay within what a package running beside others may use.
-	extra := append([]string{"VG_DB_TIMEOUT=1s", "VG_INFLIGHT_WAIT=1s", "VG_DB_MAX_CONNS=8",
-		"VG_REQUEST_TIMEOUT=10s"}, backendExtra...)
+	extra := []string{"VG_DB_TIMEOUT=1s", "VG_INFLIGHT_WAIT=1s", "VG_DB_MAX_CONNS=8", "VG_REQUEST_TIMEOUT=10s"}
 	var addrs []string
 	for range 2 {
 		p := StartProcess(t, cfg, extra...)

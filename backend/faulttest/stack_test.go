@@ -124,11 +124,18 @@ func TestClusterStackBackendAndEdgeKilledMidSale(t *testing.T) {
 		vouchers*total/3, time.Since(killedAt).Round(time.Millisecond), tally(outcomes))
 
 	byCode := map[string][]outcome{}
+	metKill := 0 // orders with a request that got no answer: in flight on the killed edge
 	for _, o := range outcomes {
+		if o.lost > 0 {
+			metKill++
+		}
 		if !o.definitive() {
 			t.Errorf("order %s: ended %d %s after %d tries (%d unanswered)", o.order, o.status, o.code, o.tries, o.lost)
 		}
 		byCode[codeOf(o.attempt)] = append(byCode[codeOf(o.attempt)], o)
+	}
+	if metKill == 0 {
+		t.Errorf("no request went unanswered: the kill met no request in flight")
 	}
 	pool := s.Checker.App.Pool
 	granted := map[string][]string{}
