@@ -37,9 +37,10 @@ func TestRedisClusterMasterFailoverMidSale(t *testing.T) {
 }
 
 // failoverMidSale runs the failover scenario on vouchers created through b, sold through
-// fronts (a backend, or the edges of a stack), reconciled through admin with b's clock moved
-// past the grace period.
-func failoverMidSale(t *testing.T, cluster *testkit.RedisCluster, b *backendtest.Backend, clock *testkit.OffsetClock, fronts []*client, c *client) {
+// fronts (a backend, or the edges of a stack), reconciled, with b's clock moved past the grace
+// period, and sold to the end through admin (b's client); every granted order is retried
+// through each front.
+func failoverMidSale(t *testing.T, cluster *testkit.RedisCluster, b *backendtest.Backend, clock *testkit.OffsetClock, fronts []*client, admin *client) {
 	t.Helper()
 	const vouchers, total = 30, 60
 	codes := make([]string, vouchers)
@@ -112,20 +113,22 @@ func failoverMidSale(t *testing.T, cluster *testkit.RedisCluster, b *backendtest
 	customerOf := customers(buys.outcomes())
 	clock.Advance(b.Config.ReconcileGrace + time.Minute)
 	for _, code := range codes {
-		reconcile(t, c, code)
+		reconcile(t, admin, code)
 		b.CheckInvariants(t, code, granted[code])
 		checkRedisEqualsDB(t, b, code)
 	}
 	for _, code := range codes {
 		prefix := "rest-" + code + "-"
-		more := sellRest(t, c, b.App.Pool, code, prefix)
+		more := sellRest(t, admin, b.App.Pool, code, prefix)
 		for _, o := range more {
 			customerOf[o] = strings.Replace(o, prefix+"o", prefix+"c", 1)
 		}
 		granted[code] = append(granted[code], more...)
 		b.CheckInvariants(t, code, granted[code])
 		checkRedisEqualsDB(t, b, code)
-		retryGranted(t, c, code, granted[code], customerOf)
+		for _, front := range fronts {
+			retryGranted(t, front, code, granted[code], customerOf)
+		}
 	}
 }
 
