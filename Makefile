@@ -58,10 +58,11 @@ bench: services bench-edge bench-sale
 ## bench-edge: the edge's sold-out answer against a bare fasthttp server answering the same 409,
 ## same generator and settings, in one run (9 alternating rounds, medians), printing the ratio;
 ## first the allocation benchmarks of the sold-out path (the handler 2 small allocs/op: bigcache
-## copies key and record; the whole server the same 2). Needs no service.
+## copies key and record; the whole server the same 2); last what TLS adds to it. Needs no service.
 bench-edge:
 	$(GO) test -run '^$$' -bench 'SoldOutHandler|SoldOutServer|BareHandler|Extract|Lookup' -benchmem ./edge/proxy/ ./edge/orderid/ ./edge/soldout/
 	$(GO) run ./loadtest compare -rounds 9 -duration 3s -warmup 500ms -conns 8
+	$(GO) test -run '^$$' -bench TLSCost -benchtime 2s -count 3 ./edge/app/
 
 ## bench-sale: the voucher document's flash sale through an edge and a backend it starts itself:
 ## a 1,000-use voucher, 50,000 reservations offered at 50,000/s (open loop), 10% retries, 5 sales,

@@ -33,7 +33,7 @@ import (
 
 // selfSigned writes a self-signed certificate for 127.0.0.1 and its key as PEM files, and
 // returns their paths and a pool that trusts the certificate.
-func selfSigned(t *testing.T) (certFile, keyFile string, roots *x509.CertPool) {
+func selfSigned(t testing.TB) (certFile, keyFile string, roots *x509.CertPool) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -66,7 +66,7 @@ func selfSigned(t *testing.T) (certFile, keyFile string, roots *x509.CertPool) {
 	return certFile, keyFile, roots
 }
 
-func writeFile(t *testing.T, path string, b []byte) {
+func writeFile(t testing.TB, path string, b []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
