@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
 )
 
 // natsClusterNodes is the number of nodes in a NATSCluster: the fewest that keep a JetStream
@@ -120,11 +118,7 @@ func (c *NATSCluster) Kill(i int) {
 
 // natsAccepts returns nil once a client can connect to the server at url.
 func natsAccepts(ctx context.Context, url string) error {
-	timeout := time.Second
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
-	}
-	nc, err := nats.Connect(url, nats.Timeout(timeout), nats.NoReconnect())
+	nc, err := natsConnect(ctx, url)
 	if err != nil {
 		return err
 	}

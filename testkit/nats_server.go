@@ -74,11 +74,7 @@ func (s *NATSServer) Start() {
 
 // natsReady returns nil once the server at url accepts a client and its JetStream answers.
 func natsReady(ctx context.Context, url string) error {
-	timeout := time.Second
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
-	}
-	nc, err := nats.Connect(url, nats.Timeout(timeout), nats.NoReconnect())
+	nc, err := natsConnect(ctx, url)
 	if err != nil {
 		return err
 	}
@@ -89,4 +85,13 @@ func natsReady(ctx context.Context, url string) error {
 	}
 	_, err = js.AccountInfo(nats.Context(ctx))
 	return err
+}
+
+// natsConnect connects once, without reconnecting, within ctx's deadline (a second without one).
+func natsConnect(ctx context.Context, url string) (*nats.Conn, error) {
+	timeout := time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	return nats.Connect(url, nats.Timeout(timeout), nats.NoReconnect())
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"vouchergate/backend/gate"
 	"vouchergate/backend/voucher"
@@ -87,31 +87,21 @@ func TestMemoryPerVoucherAndHolder(t *testing.T) {
 func reserveMany(t *testing.T, g *gate.Gate, v voucher.Voucher, n int) {
 	t.Helper()
 	now := time.Now()
-	const workers = 8
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				customer := strconv.Itoa(1_000_000 + i*7) // a numeric customerId of 7–8 digits
-				order := fmt.Sprintf("%08x-%04x-4000-8000-%012x", i, w, i)
-				h := voucher.Holder{CustomerID: customer, ReservedAt: now, Attempt: "1a2b3c4d" + strconv.FormatUint(uint64(i), 36)}
-				r, err := g.Reserve(context.Background(), v, order, h)
-				if err == nil && r.Outcome != voucher.GateReserved {
-					err = fmt.Errorf("order %s: outcome %v", order, r.Outcome)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
+	var g8 errgroup.Group
+	g8.SetLimit(8)
+	for i := range n {
+		g8.Go(func() error {
+			customer := strconv.Itoa(1_000_000 + i*7) // a numeric customerId of 7–8 digits
+			order := fmt.Sprintf("%08x-%04x-4000-8000-%012x", i, i%8, i)
+			h := voucher.Holder{CustomerID: customer, ReservedAt: now, Attempt: "1a2b3c4d" + strconv.FormatUint(uint64(i), 36)}
+			r, err := g.Reserve(context.Background(), v, order, h)
+			if err == nil && r.Outcome != voucher.GateReserved {
+				err = fmt.Errorf("order %s: outcome %v", order, r.Outcome)
 			}
-		}(w)
+			return err
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := g8.Wait(); err != nil {
 		t.Fatal(err)
 	}
 }

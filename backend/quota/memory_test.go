@@ -4,12 +4,13 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"vouchergate/backend/quota"
 	"vouchergate/testkit"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // TestMemoryPerQuotaIdentityAndIdemKey deducts through the real service (rules "a day" and "a
@@ -68,26 +69,17 @@ func TestMemoryPerQuotaIdentityAndIdemKey(t *testing.T) {
 // deductMany runs n deducts of 1 on ITEM:1001, deduct i by the user and idemKey that who(i) names.
 func deductMany(t *testing.T, svc *quota.Service, n int, who func(i int) (user, idem string)) {
 	t.Helper()
-	const workers = 8
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				user, idem := who(i)
-				items := []quota.Item{{IdentityType: "USER", Identity: user, Dimensions: []string{"ITEM:1001"}, Amount: 1}}
-				if _, err := svc.Deduct(context.Background(), 1, idem, items); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}(w)
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i := range n {
+		g.Go(func() error {
+			user, idem := who(i)
+			items := []quota.Item{{IdentityType: "USER", Identity: user, Dimensions: []string{"ITEM:1001"}, Amount: 1}}
+			_, err := svc.Deduct(context.Background(), 1, idem, items)
+			return err
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
 }
