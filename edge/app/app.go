@@ -107,7 +107,7 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 		MaxConns: cfg.MaxClientConns, MaxConnsPerIP: cfg.MaxConnsPerIP,
 	})
 	a.serving = drain.New(a.server)
-	a.ops = newOpsServer(a.opsLocal)
+	a.ops = newOpsServer(a.opsLocal, a.log)
 	if err = a.waitForSoldOutSet(ctx); err != nil {
 		return nil, err
 	}

@@ -22,8 +22,9 @@ import (
 
 // edgeProcess is a running edge command.
 type edgeProcess struct {
-	Addr string
-	cmd  *exec.Cmd
+	Addr    string
+	cmd     *exec.Cmd
+	logPath string
 }
 
 // startEdgeProcess runs the edge command on a free port with settings env ("VG_…=…") over
@@ -54,18 +55,27 @@ func startEdgeProcess(t *testing.T, env ...string) *edgeProcess {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	p := &edgeProcess{Addr: addr, cmd: cmd, logPath: logPath}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-exited
 		logFile.Close()
 		if t.Failed() {
-			if b, err := os.ReadFile(logPath); err == nil {
-				t.Logf("edge process log, tail:\n%s", tail(b, 8<<10))
-			}
+			t.Logf("edge process log, tail:\n%s", tail([]byte(p.output(t)), 8<<10))
 		}
 	})
 	once := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}} // no idle connection left to count
 	testkit.Eventually(t, "the edge process answers /healthz", func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("the edge process exited:\n%s", p.output(t))
+		default:
+		}
 		resp, err := once.Get("http://" + addr + "/healthz")
 		if err != nil {
 			return false
@@ -73,7 +83,17 @@ func startEdgeProcess(t *testing.T, env ...string) *edgeProcess {
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
-	return &edgeProcess{Addr: addr, cmd: cmd}
+	return p
+}
+
+// output returns what the process wrote to stdout and stderr so far.
+func (p *edgeProcess) output(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		t.Fatalf("read the edge's output: %v", err)
+	}
+	return string(b)
 }
 
 // status returns a field of /proc/PID/status in kB (VmRSS, VmHWM).

@@ -2,10 +2,12 @@ package app
 
 import (
 	"encoding/json"
+	"log/slog"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"vouchergate/shared/httplog"
 	"vouchergate/shared/wire"
 )
 
@@ -64,10 +66,13 @@ func (a *App) opsLocal(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// newOpsServer returns the server of the ops listener: it reads small GET requests only.
-func newOpsServer(h fasthttp.RequestHandler) *fasthttp.Server {
+// newOpsServer returns the server of the ops listener: it reads small GET requests only. What
+// fasthttp reports goes to log as the public server's does (httplog): never a request's bytes,
+// at most a line a second of each kind.
+func newOpsServer(h fasthttp.RequestHandler, log *slog.Logger) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler: h, Name: "vouchergate-edge-ops", NoDefaultServerHeader: true,
+		Logger: httplog.New(log, httplog.Every, nil), SecureErrorLogMessage: true,
 		ReadTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute,
 		MaxRequestBodySize: 1024, Concurrency: 64, CloseOnShutdown: true,
 	}
