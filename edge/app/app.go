@@ -104,7 +104,6 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 	a.server = proxy.NewServer(a.Proxy, proxy.ServerOptions{
 		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
 		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: cfg.MaxBodyBytes,
-		MaxConns: cfg.MaxClientConns, MaxConnsPerIP: cfg.MaxConnsPerIP,
 	})
 	a.serving = drain.New(a.server)
 	a.ops = newOpsServer(a.opsLocal, a.log)
@@ -179,7 +178,7 @@ func (a *App) Serve(ln net.Listener) error {
 	if a.tls != nil {
 		ln = tls.NewListener(ln, a.tls)
 	}
-	return a.serving.Serve(proxy.StrictLines(ln))
+	return a.serving.Serve(proxy.ClientListener(ln, proxy.Caps{MaxConns: a.Config.MaxClientConns, MaxConnsPerIP: a.Config.MaxConnsPerIP}))
 }
 
 // ServeOps answers the ops paths (/healthz, /readyz in full, /metrics) on ln until Close.

@@ -1,9 +1,11 @@
 package app_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"vouchergate/shared/wire"
 	"vouchergate/testkit"
 )
 
@@ -86,37 +89,66 @@ func TestHeldUploadsKeepTheEdgeUnder100MB(t *testing.T) {
 }
 
 // The connection caps: past VG_EDGE_MAX_CONNS_PER_IP connections from one address a new one gets
-// 429, past VG_EDGE_MAX_CLIENT_CONNS in all 503; both are closed at once. (Before: no cap.)
+// 429, past VG_EDGE_MAX_CLIENT_CONNS in all 503 with Retry-After, each a JSON error, and is
+// closed at once; a held connection closed makes room again. (Before: no cap; then fasthttp's
+// plain-text answers.)
 func TestConnectionCapsRefuseTheConnectionPastThem(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		env    []string
 		status int
+		code   string
 	}{
-		{"per address", []string{"VG_EDGE_MAX_CONNS_PER_IP=4"}, 429},
-		{"in all", []string{"VG_EDGE_MAX_CLIENT_CONNS=4", "VG_EDGE_MAX_CONNS_PER_IP=0"}, 503},
+		{"per address", []string{"VG_EDGE_MAX_CONNS_PER_IP=4"}, 429, wire.CodeTooManyConnections},
+		{"in all", []string{"VG_EDGE_MAX_CLIENT_CONNS=4", "VG_EDGE_MAX_CONNS_PER_IP=0"}, 503, wire.CodeUnavailable},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := startEdgeProcess(t, tt.env...)
 			const ask = "GET /healthz HTTP/1.1\r\nHost: edge\r\n\r\n"
-			for i := range 4 {
+			served := func(i int) *rawConn {
+				var held *rawConn
 				// The readiness check's connection may still be closing on the edge's side: a
 				// refused one is tried again until it is served.
-				testkit.Eventually(t, fmt.Sprintf("connection %d served", i+1), func() bool {
+				testkit.Eventually(t, fmt.Sprintf("connection %d served", i), func() bool {
 					c := dialRaw(t, p.Addr)
 					_, _ = io.WriteString(c, ask)
 					status, _ := c.answer(t)
 					if status != 200 {
 						c.Close()
+						return false
 					}
-					return status == 200
+					held = c
+					return true
 				})
+				return held
+			}
+			var held []*rawConn
+			for i := range 4 {
+				held = append(held, served(i+1))
 			}
 			c := dialRaw(t, p.Addr)
 			_, _ = io.WriteString(c, ask)
-			if status, body := c.answer(t); status != tt.status {
-				t.Fatalf("a 5th connection with 4 held open: %d %q; want %d", status, body, tt.status)
+			resp, err := http.ReadResponse(c.r, nil)
+			if err != nil {
+				t.Fatalf("a 5th connection with 4 held open: %v", err)
 			}
+			var e wire.Error
+			err = json.NewDecoder(resp.Body).Decode(&e)
+			resp.Body.Close()
+			if resp.StatusCode != tt.status || err != nil || e.Error != tt.code || e.Message == "" {
+				t.Fatalf("a 5th connection with 4 held open: %d %+v (%v); want %d %s with a message", resp.StatusCode, e, err, tt.status, tt.code)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q; want application/json", ct)
+			}
+			if ra := resp.Header.Get("Retry-After"); (tt.status == 503) != (ra != "") {
+				t.Errorf("Retry-After %q with %d; want one with 503 only", ra, tt.status)
+			}
+			if _, err := c.r.ReadByte(); err == nil {
+				t.Errorf("the refused connection stayed open")
+			}
+			held[0].Close()
+			served(5)
 		})
 	}
 }

@@ -177,12 +177,12 @@ func startEdge(t testing.TB, c edgeConfig) *edge {
 		o.Checkout = upstream.NewClient(c.checkout, false, clientOpts)
 	}
 	p := New(o)
-	srv := NewServer(p, ServerOptions{ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: c.maxHeader, MaxBodyBytes: c.maxBody, MaxConnsPerIP: c.perIP})
+	srv := NewServer(p, ServerOptions{ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: c.maxHeader, MaxBodyBytes: c.maxBody})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(StrictLines(ln)) //nolint:errcheck
+	go srv.Serve(ClientListener(ln, Caps{MaxConnsPerIP: c.perIP})) //nolint:errcheck
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	return &edge{
 		addr: ln.Addr().String(), proxy: p, cache: cache, pool: pool, refresher: refresher,

@@ -2,10 +2,8 @@ package proxy
 
 import (
 	"bytes"
-	"crypto/tls"
 	"errors"
 	"net"
-	"reflect"
 
 	"github.com/valyala/fasthttp"
 )
@@ -21,43 +19,22 @@ import (
 // errBareLF fails a read that met a bare LF in a request's header.
 var errBareLF = errors.New("bare LF in the request header")
 
-// StrictLines wraps ln so that the edge's server (NewServer) refuses bare-LF request headers.
-// Under it, ln may be a tls.NewListener: the headers looked at are the decrypted ones, and the
-// server still sees a TLS connection (ctx.IsTLS, X-Forwarded-Proto: https).
-func StrictLines(ln net.Listener) net.Listener { return strictListener{ln} }
-
-type strictListener struct{ net.Listener }
-
-func (l strictListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	h := &headConn{Conn: c, inHead: true}
-	if t, ok := c.(*tls.Conn); ok {
-		return &tlsHeadConn{headConn: h, tls: t}, nil
-	}
-	return h, nil
-}
-
-// tlsHeadConn is a headConn over TLS: it shows fasthttp the TLS connection's state.
-type tlsHeadConn struct {
-	*headConn
-	tls *tls.Conn
-}
-
-func (c *tlsHeadConn) Handshake() error                     { return c.tls.Handshake() }
-func (c *tlsHeadConn) ConnectionState() tls.ConnectionState { return c.tls.ConnectionState() }
-
 // headConn checks the header bytes of the request being read. It is used by one goroutine at a
 // time, the server's for the connection.
 type headConn struct {
 	net.Conn
+	counted      // counted out of the caps once closed
 	inHead  bool // reading a request's header: from a new or idle connection to its empty line
 	bad     bool // a bare LF was met: the next read fails
 	prev    byte // the byte before the one looked at next
 	lineLen int  // bytes of the current line so far, its CR included
 	lines   int  // lines of the header so far
+}
+
+// Close closes the connection and counts it out of the caps.
+func (c *headConn) Close() error {
+	c.done()
+	return c.Conn.Close()
 }
 
 // Read passes on the bytes before a bare LF and fails the read after, so the server has a
@@ -117,36 +94,10 @@ func (c *headConn) expectHead() {
 
 // connState is the server's ConnState: an idle connection reads a header next.
 func connState(c net.Conn, s fasthttp.ConnState) {
-	if s != fasthttp.StateIdle {
-		return
-	}
-	if h, ok := c.(headReader); ok {
+	if h, ok := c.(headReader); ok && s == fasthttp.StateIdle {
 		h.expectHead()
-		return
-	}
-	// With MaxConnsPerIP, fasthttp hands ConnState its own wrapper (perIPConn, unexported) whose
-	// embedded net.Conn is ours; without this, a kept-alive connection's next header would not
-	// be looked at.
-	if inner, ok := embeddedConn(c); ok {
-		if h, ok := inner.(headReader); ok {
-			h.expectHead()
-		}
 	}
 }
 
 // headReader is a connection whose next request's header is looked at (headConn, tlsHeadConn).
 type headReader interface{ expectHead() }
-
-// embeddedConn returns the net.Conn a wrapper struct embeds as its field Conn.
-func embeddedConn(c net.Conn) (net.Conn, bool) {
-	v := reflect.ValueOf(c)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return nil, false
-	}
-	f := v.Elem().FieldByName("Conn")
-	if !f.IsValid() || !f.CanInterface() {
-		return nil, false
-	}
-	inner, ok := f.Interface().(net.Conn)
-	return inner, ok
-}

@@ -15,14 +15,12 @@ type ServerOptions struct {
 	IdleTimeout    time.Duration // a kept-alive connection between requests
 	MaxHeaderBytes int           // a request's header (fasthttp's read buffer)
 	MaxBodyBytes   int           // any request's body
-	MaxConns       int           // open client connections in all; 0: no cap
-	MaxConnsPerIP  int           // open connections from one client address; 0: no cap
 }
 
 // NewServer returns a fasthttp server running p, whose malformed, slow or oversized requests
 // get JSON 4xx answers. A body is read up to its route's limit, a large one only with room in
-// p's body budget (body.go); a connection over a cap gets fasthttp's plain-text 503 (all) or 429 (per address)
-// and is closed. Serve it on StrictLines(ln).
+// p's body budget (body.go). Serve it on ClientListener(ln, caps), which bounds the
+// connections it holds.
 func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:               p.Handle,
@@ -45,7 +43,5 @@ func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
 		ExpectHandler:                p.Expect,
 		HeaderReceived:               p.HeaderReceived,
 		ConnState:                    connState,
-		Concurrency:                  o.MaxConns,
-		MaxConnsPerIP:                o.MaxConnsPerIP,
 	}
 }

@@ -55,6 +55,7 @@ const (
 	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
 	CodeUnauthorized         = "UNAUTHORIZED"
 	CodeForbidden            = "FORBIDDEN"
+	CodeTooManyConnections   = "TOO_MANY_CONNECTIONS" // the edge: too many open from one address
 	CodeUnavailable          = "UNAVAILABLE"
 	CodeInternal             = "INTERNAL"
 )
