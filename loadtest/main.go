@@ -58,7 +58,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: loadtest compare [-rounds N -duration D -warmup D -conns N]
+	fmt.Fprintln(os.Stderr, `usage: loadtest compare [-rounds N -duration D -warmup D -conns N -baseline R -tolerance T]
        loadtest flash -target 127.0.0.1:PORT -code CODE [-duration D -conns N]
        loadtest allwin [-rounds N -duration D -warmup D -conns N -pgclients N -pgthreads N -backend PATH]
        loadtest refusals [-rounds N -duration D -warmup D -conns N -backend PATH]
@@ -82,6 +82,8 @@ func runCompare(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("compare", flag.ExitOnError)
 	s := loadFlags(fs)
 	rounds := fs.Int("rounds", 9, "rounds per server, alternating")
+	baseline := fs.Float64("baseline", 0, "an earlier build's edge/bare ratio to hold this one to (0: none)")
+	tolerance := fs.Float64("tolerance", 0.05, "how far from -baseline the ratio may be and count as unchanged")
 	_ = fs.Parse(args)
 	before := loadAverage()
 	r, err := compare.Run(ctx, *rounds, *s)
@@ -89,6 +91,9 @@ func runCompare(ctx context.Context, args []string) error {
 		return err
 	}
 	r.Print(os.Stdout)
+	if *baseline > 0 {
+		r.PrintAgainst(os.Stdout, *baseline, *tolerance)
+	}
 	fmt.Printf("machine load average (1 min) before and after: %s, %s on %d CPUs\n", before, loadAverage(), runtime.NumCPU())
 	return nil
 }

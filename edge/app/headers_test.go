@@ -50,4 +50,38 @@ func TestHeadersTheEdgeTakesTheBackendTakes(t *testing.T) {
 	if status, body := c.answer(t); status != 431 {
 		t.Errorf("a header of many short lines: %d %s; want the edge's 431", status, body)
 	}
+
+	// A body of exactly VG_MAX_BODY_BYTES (8 KB: JSON padded with spaces), sent with its length
+	// or chunked, passes the edge and the backend takes it; a byte more is the edge's 413.
+	padded := func(order string, size int) string {
+		body := fmt.Sprintf(`{"customerId":%q,"orderId":%q,"orderAmount":1000}`, "c-"+order, order)
+		return body + strings.Repeat(" ", size-len(body))
+	}
+	for _, tt := range []struct {
+		name    string
+		size    int
+		chunked bool
+		want    int
+	}{
+		{"at the limit", 8192, false, 201},
+		{"at the limit, chunked", 8192, true, 201},
+		{"a byte over", 8193, false, 413},
+		{"a byte over, chunked", 8193, true, 413},
+	} {
+		order := "body-" + strings.ReplaceAll(tt.name, " ", "-")
+		order = strings.ReplaceAll(order, ",", "")
+		body := padded(order, tt.size)
+		head := "POST /vouchers/COOKIE/reservations HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\n"
+		raw := head + fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body)) + body
+		if tt.chunked {
+			raw = head + "Transfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(body), body)
+		}
+		c := dialRaw(t, e.Addr)
+		if _, err := io.WriteString(c, raw); err != nil {
+			t.Fatal(err)
+		}
+		if status, answer := c.answer(t); status != tt.want {
+			t.Errorf("a %d-byte body %s: %d %s; want %d", tt.size, tt.name, status, answer, tt.want)
+		}
+	}
 }

@@ -19,8 +19,8 @@ func BenchmarkSoldOutServer(b *testing.B) {
 	srv := NewServer(p, ServerOptions{ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
 		IdleTimeout: time.Minute, MaxHeaderBytes: 8192, MaxBodyBytes: 1 << 20})
 	ln := fasthttputil.NewInmemoryListener()
-	go srv.Serve(ClientListener(ln, Caps{})) //nolint:errcheck
-	defer srv.Shutdown()                     //nolint:errcheck
+	go srv.Serve(ClientListener(ln, Caps{MaxConns: 4096, MaxConnsPerIP: 512})) //nolint:errcheck
+	defer srv.Shutdown()                                                       //nolint:errcheck
 	c, err := ln.Dial()
 	if err != nil {
 		b.Fatal(err)

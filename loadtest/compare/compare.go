@@ -46,19 +46,15 @@ func StartBare() (addr string, stop func(), err error) {
 	return ln.Addr().String(), func() { _ = s.Shutdown() }, nil
 }
 
-// EdgeConfig is the edge's default configuration (configs/edge.yaml), except that no backend
-// or NATS is reachable and the sold-out entry does not expire during the run: only the
-// sold-out answer is measured.
+// EdgeConfig is the edge's default configuration (its caps on connections and bodies included),
+// except that no backend or NATS is reachable, there is no ops listener and the sold-out entry
+// does not expire during the run: only the sold-out answer is measured.
 func EdgeConfig() config.Edge {
-	return config.Edge{
-		Addr: "127.0.0.1:0", Backends: []string{"127.0.0.1:1"}, NATSURL: "nats://127.0.0.1:1", NATSPrefix: "vgbench", NATSReplicas: 1,
-		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second,
-		MaxHeaderBytes: 8192, MaxBodyBytes: 1 << 20, MaxAPIBodyBytes: 8192, MaxRespBytes: 4 << 20,
-		ShutdownGrace: time.Second, BackendTimeout: 3 * time.Second, UpstreamTimeout: 10 * time.Second,
-		DialTimeout: 500 * time.Millisecond, ConnWait: 100 * time.Millisecond, MaxConns: 512, ReserveWait: time.Second,
-		HealthEvery: time.Second, HealthTimeout: 500 * time.Millisecond, HealthFalls: 2,
-		SoldOutTTL: time.Hour, SoldOutRefresh: 0, StateEvery: 200 * time.Millisecond, SyncWait: 0,
-	}
+	c := config.EdgeDefaults()
+	c.Addr, c.Backends, c.OpsAddr = "127.0.0.1:0", []string{"127.0.0.1:1"}, config.OpsOff
+	c.NATSURL, c.NATSPrefix = "nats://127.0.0.1:1", "vgbench"
+	c.SoldOutTTL, c.SoldOutRefresh, c.SyncWait, c.ShutdownGrace = time.Hour, 0, 0, time.Second
+	return c
 }
 
 // StartEdge starts the edge (edge/app) with Code sold out and Holders granted orders.
@@ -189,6 +185,20 @@ func (r Report) Print(w io.Writer) {
 		verdict = "goal NOT met"
 	}
 	fmt.Fprintf(w, "ratio edge/bare: %.2f (goal >= 0.80 with edge p99 < 5ms: %s)\n", r.Ratio(), verdict)
+}
+
+// PrintAgainst writes whether the ratio is within tolerance of baseline, an earlier build's
+// ratio measured the same way: the two servers in one run make the ratio, unlike either rate,
+// comparable between runs on a machine whose other load comes and goes.
+func (r Report) PrintAgainst(w io.Writer, baseline, tolerance float64) {
+	verdict := "unchanged within noise"
+	switch d := r.Ratio() - baseline; {
+	case d < -tolerance:
+		verdict = "SLOWER than the baseline"
+	case d > tolerance:
+		verdict = "faster than the baseline"
+	}
+	fmt.Fprintf(w, "ratio against the baseline %.3f (tolerance %.2f): %.3f, %s\n", baseline, tolerance, r.Ratio(), verdict)
 }
 
 func (r Report) edgeRequests() (n int64) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caarlos0/env/v11"
+
 	"vouchergate/shared/events"
 )
 
@@ -84,6 +86,16 @@ func (c Edge) TLSOn() bool { return c.TLSCertFile != "" }
 // connections to them, so that confirms, releases, quota calls and state reads still find one.
 func (c Edge) ReserveSlots() int {
 	return max(1, c.MaxConns*len(c.Backends)*3/4)
+}
+
+// EdgeDefaults is the edge's configuration with every setting at its default: what an
+// environment without VG_ variables gives.
+func EdgeDefaults() Edge {
+	var c Edge
+	if err := env.ParseWithOptions(&c, env.Options{Environment: map[string]string{}}); err != nil {
+		panic("config: the edge's defaults do not parse: " + err.Error()) // a wrong struct tag
+	}
+	return c
 }
 
 // LoadEdge reads the edge's settings and checks them.

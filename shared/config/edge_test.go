@@ -102,3 +102,21 @@ func TestSplitUpstream(t *testing.T) {
 		}
 	}
 }
+
+// EdgeDefaults are what LoadEdge gives with no VG_ variable set (as the example file sets the
+// defaults, that is the file's reading), and they pass the checks.
+func TestEdgeDefaultsAreTheLoadedOnes(t *testing.T) {
+	t.Setenv(FileVar, "../../configs/edge.yaml")
+	loaded, err := LoadEdge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := EdgeDefaults()
+	if err := d.Check(); err != nil {
+		t.Fatalf("the defaults fail their check: %v", err)
+	}
+	if d.MaxClientConns != loaded.MaxClientConns || d.MaxConnsPerIP != loaded.MaxConnsPerIP ||
+		d.BodyBudgetBytes != loaded.BodyBudgetBytes || d.MaxHeaderBytes != loaded.MaxHeaderBytes || d.Addr != loaded.Addr {
+		t.Fatalf("defaults %+v; the example file's %+v", d, loaded)
+	}
+}
