@@ -28,14 +28,8 @@ func TestOddBodiesOfASoldOutVoucherAreDecidedAtTheEdge(t *testing.T) {
 		`{"customerId":"%[1]s","orderid":"%[2]s","orderAmount":1000}`,
 		`{"customerId":"%[1]s","orderId":"%[2]s","orderAmount":1000,"ORDERID":"%[2]s"}`,
 	}
-	send := func(body string) (int, string) {
-		c := dialRaw(t, e.Addr)
-		raw := fmt.Sprintf("POST /vouchers/ODD/reservations HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-		if _, err := io.WriteString(c, raw); err != nil {
-			t.Fatal(err)
-		}
-		return c.answer(t)
-	}
+	send := func(body string) (int, string) { return post(t, e.Addr, "/vouchers/ODD/reservations", body) }
+	validate := func(body string) (int, string) { return post(t, e.Addr, "/vouchers/ODD/validate", body) }
 	for i, f := range odd {
 		j := i % len(granted) // sellOut's customer of granted[j] is cust-j
 		body := fmt.Sprintf(f, fmt.Sprintf("cust-%d", j), granted[j])
@@ -50,9 +44,23 @@ func TestOddBodiesOfASoldOutVoucherAreDecidedAtTheEdge(t *testing.T) {
 		if status, answer := send(body); status != 409 || answer != `{"error":"OUT_OF_STOCK"}` {
 			t.Errorf("new order %s with the backend down: %d %s; want the edge's 409", body, status, answer)
 		}
+		if status, answer := validate(body); status != 200 || answer != `{"valid":false,"error":"OUT_OF_STOCK"}` {
+			t.Errorf("new order's dry run %s with the backend down: %d %s; want the edge's sold-out answer", body, status, answer)
+		}
 	}
 	// What the backend would refuse stays the backend's to answer.
 	if status, _ := send(`{"OrderId":`); status == 409 {
 		t.Error("a malformed body got the edge's 409; it is the backend's to refuse")
 	}
+}
+
+// post sends body to path on a connection of its own and reads the answer.
+func post(t *testing.T, addr, path, body string) (int, string) {
+	t.Helper()
+	c := dialRaw(t, addr)
+	raw := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	return c.answer(t)
 }

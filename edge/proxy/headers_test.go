@@ -76,12 +76,14 @@ func TestClientHeadersTheUpstreamMustNotTrust(t *testing.T) {
 	resp := rawRoundTrip(t, e.addr, "POST /cart HTTP/1.1\r\nHost: shop.example\r\nContent-Length: 2\r\n"+
 		"X_Forwarded_For: 6.6.6.6\r\nContent_Length: 99\r\nX_Real_IP: 6.6.6.6\r\nTransfer_Encoding: chunked\r\n"+
 		"X-Real-IP: 6.6.6.6\r\nForwarded: for=6.6.6.6\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: evil.example\r\n"+
-		"X_Custom: kept\r\n\r\nok")
+		"X_Forwarded_Proto: ftp\r\nX_Forwarded_Host: evil.example\r\nX_Custom: kept\r\n\r\nok")
 	if resp.StatusCode != 418 {
 		t.Fatalf("status %d; want the checkout API's 418", resp.StatusCode)
 	}
 	got := headerNames(co.last.Load())
-	for _, name := range []string{"x_forwarded_for", "content_length", "x_real_ip", "transfer_encoding", "forwarded"} {
+	for _, name := range []string{
+		"x_forwarded_for", "content_length", "x_real_ip", "transfer_encoding", "forwarded", "x_forwarded_proto", "x_forwarded_host",
+	} {
 		if v, ok := got[name]; ok {
 			t.Errorf("upstream got %s: %q", name, v)
 		}
@@ -103,7 +105,7 @@ func TestClientHeadersTheUpstreamMustNotTrust(t *testing.T) {
 // (Before: fasthttp took the request line and waited for a CRLF CRLF: 408 after the timeout.)
 func TestBareLFIsRefusedAtOnce(t *testing.T) {
 	t.Run("no cap per address", func(t *testing.T) { bareLFIsRefusedAtOnce(t, 0) })
-	// fasthttp wraps each connection in its own type then, and hands that to ConnState.
+	// The edge's listener counts the connection then (ClientListener).
 	t.Run("capped per address", func(t *testing.T) { bareLFIsRefusedAtOnce(t, 16) })
 }
 
