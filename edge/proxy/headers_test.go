@@ -142,4 +142,19 @@ func bareLFIsRefusedAtOnce(t *testing.T, perIP int) {
 	if line, _ := c.r.ReadString('\n'); !strings.HasPrefix(line, "HTTP/1.1 400 ") {
 		t.Fatalf("a bare-LF request after a good one: %q; want a 400", line)
 	}
+
+	// Pipelined in one write behind requests with and without a body: the good ones are
+	// answered, the bare-LF one gets its 400 at once. (Before: it waited for the read timeout.)
+	c = dialRawProxy(t, e.addr)
+	_, _ = c.Write([]byte("POST /cart HTTP/1.1\r\nHost: shop.example\r\nContent-Length: 6\r\n\r\n" + body +
+		"GET /cart HTTP/1.1\r\nHost: shop.example\r\n\r\n" + "GET /cart HTTP/1.1\r\nHost: shop.example\nX: y\r\n\r\n"))
+	for i, want := range []string{"HTTP/1.1 418 ", "HTTP/1.1 418 ", "HTTP/1.1 400 "} {
+		line, err := c.r.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, want) {
+			t.Fatalf("pipelined answer %d: %q, %v; want %q", i+1, line, err, want)
+		}
+		if i < 2 {
+			drainAnswer(t, c)
+		}
+	}
 }

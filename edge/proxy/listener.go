@@ -30,7 +30,7 @@ func (l clientListener) Accept() (net.Conn, error) {
 			refuse(c, status)
 			continue
 		}
-		h := &headConn{Conn: c, inHead: true, counted: counted{conns: l.conns, ip: ip, hasIP: hasIP}}
+		h := newHeadConn(c, l.conns, ip, hasIP)
 		if t, ok := c.(*tls.Conn); ok {
 			return &tlsHeadConn{headConn: h, tls: t}, nil
 		}
