@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +58,8 @@ func TestDashboardAndAlertsAgainstRunningProcesses(t *testing.T) {
 	exporter := tool(t, "prometheus-redis-exporter", "prometheus-redis-exporter")
 	s := startStack(t)
 	exporterAddr := startRedisExporter(t, exporter)
-	s.sale(t, 20, 50)
+	backendLogBefore, edgeLogBefore := len(s.backend.Output()), len(s.edge.Output())
+	code, answers := s.sale(t, 20, 50)
 
 	backendMetrics := testkit.ScrapeMetrics(t, s.backend.URL()+"/metrics")
 	edgeMetrics := testkit.ScrapeMetrics(t, "http://"+s.edgeOps+"/metrics")
@@ -104,6 +107,39 @@ func TestDashboardAndAlertsAgainstRunningProcesses(t *testing.T) {
 		}
 		// the backend granted exactly the voucher's uses, and Prometheus saw the same count
 		prom.waitForValue(t, `sum(vouchergate_http_requests_total{route="reserve",status="201"})`, 20)
+		// The backend's reservations by outcome code are what the sale was answered, less the
+		// 409s the edge gave from memory (which never reached the backend).
+		fromMemory := edgeMetrics.Value(t, "vg_edge_soldout_answers_total")
+		want := map[string]float64{}
+		for a, n := range answers {
+			want[a.code] += float64(n)
+		}
+		want["OUT_OF_STOCK"] -= fromMemory
+		if want["OUT_OF_STOCK"] == 0 {
+			delete(want, "OUT_OF_STOCK") // the edge learned before the backend refused anyone: no series
+		}
+		prom.waitForValues(t, `sum by (code) (vouchergate_http_requests_total{job="backend",route="reserve"})`, "code", want)
+	})
+
+	t.Run("logs", func(t *testing.T) {
+		// One line per significant event, none per request: the sale's 50 requests may log the
+		// sell-out and little else. The sold-out line is the notifier's, written after the
+		// answers: wait for it, then it must be the only one for the voucher.
+		soldOut := `msg="voucher sold out; edges told" code=` + code + " "
+		testkit.Eventually(t, "the backend logs "+code+"'s sell-out", func() bool {
+			return strings.Contains(s.backend.Output(), soldOut)
+		})
+		backendLog, edgeLog := s.backend.Output()[backendLogBefore:], s.edge.Output()[edgeLogBefore:]
+		if n := strings.Count(backendLog, soldOut); n != 1 {
+			t.Errorf("the backend logged %s's sell-out %d times; want once:\n%s", code, n, backendLog)
+		}
+		const most = 3 // the voucher made available, its sell-out, and one more event at most
+		for name, log := range map[string]string{"backend": backendLog, "edge": edgeLog} {
+			if n := strings.Count(log, "level=INFO"); n > most {
+				t.Errorf("the %s logged %d INFO lines during a sale of 50 requests; want at most %d (no line per request):\n%s",
+					name, n, most, log)
+			}
+		}
 	})
 
 	t.Run("dashboard expressions run", func(t *testing.T) {
@@ -215,7 +251,7 @@ func readmeMetrics(t *testing.T) []string {
 // stack is a backend and an edge run as commands, isolated on the shared servers.
 type stack struct {
 	backend *backendtest.Process
-	edge    string // public address
+	edge    *backendtest.Process
 	edgeOps string // ops listener: /metrics, /readyz in full
 }
 
@@ -223,7 +259,7 @@ func startStack(t *testing.T) *stack {
 	t.Helper()
 	cfg := backendtest.Config(t) // its own database, key prefix and subject prefix
 	s := &stack{backend: backendtest.StartProcess(t, cfg), edgeOps: freeAddr(t)}
-	s.edge = backendtest.StartEdgeProcess(t, cfg, s.backend.Addr(), "VG_EDGE_OPS_ADDR="+s.edgeOps).Addr()
+	s.edge = backendtest.StartEdgeProcess(t, cfg, s.backend.Addr(), "VG_EDGE_OPS_ADDR="+s.edgeOps)
 	// the ops /readyz is 200 once the edge has the backend in service
 	testkit.Eventually(t, "the edge is ready with the backend in service", func() bool {
 		return getStatus("http://"+s.edgeOps+"/readyz") == http.StatusOK
@@ -231,10 +267,17 @@ func startStack(t *testing.T) *stack {
 	return s
 }
 
+// answer is a status and the outcome code of its body (OK for a 2xx).
+type answer struct {
+	status int
+	code   string
+}
+
 // sale creates a flash voucher of uses uses through the admin API and sends requests
 // reservations through the edge, each from its own customer; exactly uses are granted, and
-// the rest answered 409 (from the backend, then from the edge's memory once it learns).
-func (s *stack) sale(t *testing.T, uses, requests int) {
+// the rest answered 409 OUT_OF_STOCK (from the backend, then from the edge's memory once it
+// learns). It returns the voucher's code and the answers counted.
+func (s *stack) sale(t *testing.T, uses, requests int) (string, map[answer]int) {
 	t.Helper()
 	code := strings.ToUpper(testkit.Name("FLASH"))
 	now := time.Now().UTC()
@@ -248,17 +291,25 @@ func (s *stack) sale(t *testing.T, uses, requests int) {
 	if status, answer := do(t, req); status != http.StatusCreated {
 		t.Fatalf("create voucher %s: %d %s", code, status, answer)
 	}
-	answers := map[int]int{}
+	answers := map[answer]int{}
 	for i := range requests {
 		body := fmt.Sprintf(`{"customerId":"c-%d","orderId":"o-%d","orderAmount":1000}`, i, i)
-		req, _ := http.NewRequest("POST", "http://"+s.edge+"/vouchers/"+code+"/reservations", strings.NewReader(body))
+		req, _ := http.NewRequest("POST", s.edge.URL()+"/vouchers/"+code+"/reservations", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		status, _ := do(t, req)
-		answers[status]++
+		status, raw := do(t, req)
+		a := answer{status: status, code: "OK"}
+		if status >= 300 {
+			var e struct{ Error string }
+			_ = json.Unmarshal(raw, &e)
+			a.code = e.Error
+		}
+		answers[a]++
 	}
-	if answers[http.StatusCreated] != uses || answers[http.StatusConflict] != requests-uses {
-		t.Fatalf("sale of %d uses, %d reservations: answers by status %v; want %d 201 and %d 409", uses, requests, answers, uses, requests-uses)
+	granted, refused := answer{http.StatusCreated, "OK"}, answer{http.StatusConflict, "OUT_OF_STOCK"}
+	if answers[granted] != uses || answers[refused] != requests-uses {
+		t.Fatalf("sale of %d uses, %d reservations: answers %v; want %d 201 and %d 409 OUT_OF_STOCK", uses, requests, answers, uses, requests-uses)
 	}
+	return code, answers
 }
 
 var client = &http.Client{Timeout: 10 * time.Second}
@@ -381,6 +432,25 @@ func (p *prometheusServer) waitForValue(t *testing.T, q string, want float64) {
 		}
 		last, _ = r.Data.Result[0].Value[1].(string)
 		return last == fmt.Sprint(want)
+	})
+}
+
+// waitForValues polls q, an expression of series told apart by label, until their values by
+// that label are want.
+func (p *prometheusServer) waitForValues(t *testing.T, q, label string, want map[string]float64) {
+	t.Helper()
+	got := map[string]float64{}
+	waitUntil(t, fmt.Sprintf("Prometheus answers %v by %s to %s", want, label, q), func() bool {
+		clear(got)
+		for _, r := range p.query(t, q).Data.Result {
+			v, _ := r.Value[1].(string)
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("query %s: value %q: %v", q, v, err)
+			}
+			got[r.Metric[label]] = f
+		}
+		return maps.Equal(got, want)
 	})
 }
 

@@ -2,7 +2,7 @@
 //
 //	go run ./loadtest compare [flags]        the edge's sold-out answer against a bare fasthttp server
 //	go run ./loadtest flash -target ADDR ... reservations of new orders at an edge or backend on 127.0.0.1
-//	go run ./loadtest allwin [flags]         flash reservations that all win vs the seed's Solution 1 (pgbench)
+//	go run ./loadtest allwin [flags]         flash reservations that all win vs Solution 1, the PostgreSQL-only baseline (pgbench)
 //	go run ./loadtest refusals [flags]       reservations refused at a sold-out flash voucher's gate vs all-win ones
 //	go run ./loadtest sellout [flags]        10,000-use flash sales of 200 concurrent new customers
 //	go run ./loadtest sale -code CODE [flags] rehearse a flash sale, open loop, with a verdict and a report

@@ -1,32 +1,68 @@
 #!/usr/bin/env bash
-# make run: the backend on 127.0.0.1:8080 (with make's demo voucher and admin token) and the
-# edge in front of it on 127.0.0.1:8081, built once and run until Ctrl-C (or SIGTERM), which
-# stops both; if one of them stops, the other is stopped too. Logs go to this terminal.
+# make run: the backend on $VG_BACKEND_ADDR (127.0.0.1:8080, with make's demo voucher and admin
+# token) and the edge in front of it on $VG_EDGE_ADDR (127.0.0.1:8081, its metrics on
+# $VG_EDGE_OPS_ADDR, 127.0.0.1:9081), built as the Dockerfile builds them and run until Ctrl-C
+# (or SIGTERM), which stops both; if one of them stops, the other is stopped too. Logs go to
+# this terminal.
+#
+# Each process gets exactly one signal. Ctrl-C reaches the terminal's whole process group; the
+# two processes run in sessions of their own (setsid), so only this script hears it, and it
+# sends SIGTERM to the edge, waits for it, then to the backend (a second signal would end a
+# process at once, without its graceful shutdown). The edge goes first so that nothing it
+# forwards finds the backend draining.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+backend_addr=${VG_BACKEND_ADDR:-127.0.0.1:8080}
+edge_addr=${VG_EDGE_ADDR:-127.0.0.1:8081}
+ops_addr=${VG_EDGE_OPS_ADDR:-127.0.0.1:9081}
+export VG_EDGE_BACKENDS=${VG_EDGE_BACKENDS:-$backend_addr}
+
 mkdir -p bin
-go build -o bin/backend ./backend
-go build -o bin/edge ./edge
+go build -trimpath -ldflags "-s -w" -o bin/backend ./backend
+go build -trimpath -ldflags "-s -w" -o bin/edge ./edge
+
+# dialable: host:port as a client reaches it (an empty or 0.0.0.0 host is this machine)
+dialable() {
+  local host=${1%:*} port=${1##*:}
+  case $host in "" | 0.0.0.0 | "[::]") host=127.0.0.1 ;; esac
+  echo "$host/$port"
+}
 
 # ready: the backend's /readyz answers 200 (bash's /dev/tcp: no HTTP client needed)
 ready() {
-  (exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /readyz HTTP/1.0\r\n\r\n' >&3 && head -1 <&3 | grep -q ' 200 ') 2>/dev/null
+  (exec 3<>"/dev/tcp/$(dialable "$backend_addr")" && printf 'GET /readyz HTTP/1.0\r\n\r\n' >&3 && head -1 <&3 | grep -q ' 200 ') 2>/dev/null
 }
 
-pids=()
+backend_pid='' edge_pid=''
+# stop: SIGTERM to the edge, then the backend, each waited for; exits with $1, or else the
+# first failing process's status.
 stop() {
+  local status=$1 pid s
   trap - INT TERM EXIT
-  [ ${#pids[@]} -gt 0 ] && kill -TERM "${pids[@]}" 2>/dev/null || true
-  wait || true
+  for pid in $edge_pid $backend_pid; do
+    kill -TERM "$pid" 2>/dev/null || true
+    s=0
+    wait "$pid" 2>/dev/null || s=$?
+    # 127: already reaped by wait -n below, its status taken there
+    if [ "$s" -ne 0 ] && [ "$s" -ne 127 ] && [ "$status" -eq 0 ]; then status=$s; fi
+  done
+  exit "$status"
 }
-trap stop INT TERM EXIT
+trap 'stop 0' INT TERM
+trap 'stop $?' EXIT
 
-bin/backend & pids+=($!)
+setsid bin/backend &
+backend_pid=$!
 for _ in $(seq 1 300); do # the backend migrates and warms the demo voucher first: up to 30 s
   ready && break
-  kill -0 "${pids[0]}" 2>/dev/null || { echo "run: the backend stopped; see its log above" >&2; exit 1; }
+  kill -0 "$backend_pid" 2>/dev/null || { echo "run: the backend stopped; see its log above" >&2; exit 1; }
   sleep 0.1
 done
-bin/edge & pids+=($!)
-echo "run: edge on http://127.0.0.1:8081 in front of the backend on http://127.0.0.1:8080; Ctrl-C stops both" >&2
-wait -n
+setsid bin/edge &
+edge_pid=$!
+echo "run: edge on http://$edge_addr (metrics on http://$ops_addr) in front of the backend on http://$backend_addr; Ctrl-C stops both" >&2
+status=0
+wait -n || status=$?
+echo "run: a process stopped (status $status); stopping the other" >&2
+stop "$status"

@@ -120,7 +120,7 @@ func (s *PostgresServer) kill() error {
 	if pid == 0 {
 		return nil
 	}
-	children := childPIDs(pid)
+	children := ChildPIDs(pid)
 	if err := s.proc.kill(); err != nil {
 		return fmt.Errorf("kill postgres %s: %w", s.Addr(), err)
 	}
@@ -252,8 +252,9 @@ func shortTempDir(t testing.TB) string {
 	return d
 }
 
-// childPIDs returns the PIDs of the processes whose parent is pid, read from /proc.
-func childPIDs(pid int) []int {
+// ChildPIDs returns the PIDs of the processes whose parent is pid, read from /proc: how a test
+// finds what a script it ran started in sessions of their own, to kill them by PID.
+func ChildPIDs(pid int) []int {
 	entries, _ := os.ReadDir("/proc")
 	var kids []int
 	for _, e := range entries {

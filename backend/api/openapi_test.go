@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/valyala/fasthttp"
 
 	"vouchergate/backend/api"
 	"vouchergate/backend/app"
@@ -74,7 +78,8 @@ type scenario struct {
 	// example names the operation's request body example to send; body is sent instead when the
 	// request is not one the document should hold as an example (it breaks its schema).
 	example, body string
-	noToken       bool // send an admin path without the token
+	noToken       bool   // send an admin path without the token
+	apiKey        string // a service API key to send as X-API-Key
 	// invalid: the request breaks the document on purpose; ValidateRequest must refuse it.
 	invalid bool
 	status  int
@@ -132,6 +137,8 @@ var openAPIScenarios = []scenario{
 	{name: "validate below the minimum", method: "POST", uri: "/vouchers/WELCOME10/validate", example: "belowMinimum", status: 200, code: "NOT_ELIGIBLE", answer: "belowMinimum"},
 	{name: "reserve below the minimum", method: "POST", uri: "/vouchers/WELCOME10/reservations", example: "belowMinimum", status: 422, code: "NOT_ELIGIBLE", answer: "belowMinimum"},
 	{name: "reserve a normal voucher", method: "POST", uri: "/vouchers/WELCOME10/reservations", example: "normal", status: 201, answer: "normal"},
+	{name: "reserve past the customer's limit", method: "POST", uri: "/vouchers/WELCOME10/reservations", example: "secondOrder",
+		status: 409, code: "ALREADY_USED", answer: "alreadyUsed"},
 
 	{name: "admin get", method: "GET", uri: "/admin/vouchers/FLASH100", status: 200, answer: "flash"},
 	{name: "admin get an unknown voucher", method: "GET", uri: "/admin/vouchers/NOPE", status: 404, code: "VOUCHER_NOT_FOUND", answer: "unknown"},
@@ -177,24 +184,121 @@ var listViewScenarios = []scenario{
 	{name: "list redemptions of an unknown voucher", method: "GET", uri: "/admin/vouchers/NOPE/redemptions", status: 404, code: "VOUCHER_NOT_FOUND"},
 }
 
+// readerKey is the one service API key of keyScenarios' backend, of scope read only.
+var readerKey = backendtest.APIKey{Name: "reader", Secret: "reader-secret-0123456789abcdef", Scopes: []string{"read"}}
+
+// keyScenarios run against a backend with VG_API_KEYS_FILE set, listing readerKey: the answers
+// to a missing key and to a key without the operation's scope.
+var keyScenarios = []scenario{
+	{name: "reserve without a service API key", method: "POST", uri: "/vouchers/FLASH100/reservations", example: "first",
+		status: 401, code: "UNAUTHORIZED", answer: "noKey"},
+	{name: "reserve with a key of scope read", method: "POST", uri: "/vouchers/FLASH100/reservations", example: "first",
+		apiKey: readerKey.Secret, status: 403, code: "FORBIDDEN", answer: "noScope"},
+}
+
+// notReadyScenarios run against the API served with stub probes, PostgreSQL's failing as the
+// document's example says: a real backend's pgx error names more than the dial (and its wording
+// is pgx's), so the example could not be the answer of a stopped PostgreSQL word for word.
+var notReadyScenarios = []scenario{
+	{name: "readyz with PostgreSQL refusing connections", method: "GET", uri: "/readyz", status: 503, answer: "notReady"},
+}
+
 // The document's examples, run in order against a real backend: every request is one the
 // document takes (or refuses, when meant to) and every answer is documented for its operation,
 // its body matching the schema and, where named, the example.
 func TestOpenAPIExamplesAgainstBackend(t *testing.T) {
 	doc := loadOpenAPI(t)
 	b := backendtest.Start(t, backendtest.Config(t), app.WithClock(testkit.NewManualClock(openAPIClock)))
-	doc.Servers = openapi3.Servers{{URL: b.URL}}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := openAPIRunner{doc: doc, router: router, url: b.URL, client: &http.Client{Timeout: time.Minute}}
+	ran := map[exampleKey]bool{}
+	r := newOpenAPIRunner(t, doc, b.URL, ran)
 	for _, sc := range openAPIScenarios {
 		t.Run(sc.name, func(t *testing.T) { r.run(t, sc) })
 	}
 	for _, sc := range listViewScenarios {
 		t.Run("list view/"+sc.name, func(t *testing.T) { r.run(t, sc) })
 	}
+
+	keyed := backendtest.Config(t)
+	keyed.APIKeysFile = filepath.Join(t.TempDir(), "keys.yaml")
+	backendtest.WriteKeys(t, keyed.APIKeysFile, readerKey)
+	r = newOpenAPIRunner(t, doc, backendtest.Start(t, keyed).URL, ran)
+	for _, sc := range keyScenarios {
+		t.Run("api keys/"+sc.name, func(t *testing.T) { r.run(t, sc) })
+	}
+
+	r = newOpenAPIRunner(t, doc, serveWithProbes(t, []api.Probe{
+		{Name: "postgres", Required: true, Check: func(context.Context) error {
+			return errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+		}},
+		{Name: "redis", Required: true, Check: func(context.Context) error { return nil }},
+		{Name: "nats", Check: func(context.Context) error { return nil }},
+	}), ran)
+	for _, sc := range notReadyScenarios {
+		t.Run("not ready/"+sc.name, func(t *testing.T) { r.run(t, sc) })
+	}
+
+	for key := range documentedExamples(doc) {
+		if !ran[key] {
+			t.Errorf("the example %q of %s is run by no scenario", key.name, key.where)
+		}
+	}
+}
+
+// serveWithProbes serves the API with only probes (no stores) on a free port until the test
+// ends, and returns its URL.
+func serveWithProbes(t *testing.T, probes []api.Probe) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: api.New(api.Options{Probes: probes}).Handle}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return "http://" + ln.Addr().String()
+}
+
+// exampleKey names one documented example: where it is written (an operation's request body,
+// an operation's answer of one status, or a shared answer of components/responses, which
+// counts as run when any operation using it ran it) and its name.
+type exampleKey struct{ where, name string }
+
+func requestExampleKey(op *openapi3.Operation, name string) exampleKey {
+	if ref := op.RequestBody.Ref; ref != "" {
+		return exampleKey{ref, name}
+	}
+	return exampleKey{op.OperationID + " request", name}
+}
+
+func answerExampleKey(op *openapi3.Operation, status string, resp *openapi3.ResponseRef, name string) exampleKey {
+	if resp.Ref != "" {
+		return exampleKey{resp.Ref, name}
+	}
+	return exampleKey{op.OperationID + " " + status, name}
+}
+
+// documentedExamples is every example of a request or an answer body in doc.
+func documentedExamples(doc *openapi3.T) map[exampleKey]bool {
+	all := map[exampleKey]bool{}
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			if op.RequestBody != nil {
+				for _, mt := range op.RequestBody.Value.Content {
+					for name := range mt.Examples {
+						all[requestExampleKey(op, name)] = true
+					}
+				}
+			}
+			for status, resp := range op.Responses.Map() {
+				for _, mt := range resp.Value.Content {
+					for name := range mt.Examples {
+						all[answerExampleKey(op, status, resp, name)] = true
+					}
+				}
+			}
+		}
+	}
+	return all
 }
 
 type openAPIRunner struct {
@@ -202,6 +306,19 @@ type openAPIRunner struct {
 	router routers.Router
 	url    string
 	client *http.Client
+	ran    map[exampleKey]bool // the examples run so far
+}
+
+// newOpenAPIRunner checks requests to the server at url against doc, noting in ran the
+// examples it runs.
+func newOpenAPIRunner(t *testing.T, doc *openapi3.T, url string, ran map[exampleKey]bool) openAPIRunner {
+	t.Helper()
+	doc.Servers = openapi3.Servers{{URL: url}} // the router finds operations under this server only
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openAPIRunner{doc: doc, router: router, url: url, client: &http.Client{Timeout: time.Minute}, ran: ran}
 }
 
 var openAPIOptions = &openapi3filter.Options{
@@ -254,8 +371,12 @@ func (r openAPIRunner) run(t *testing.T, sc scenario) {
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		t.Errorf("the answer %d %s does not match the document: %v", resp.StatusCode, got, err)
 	}
+	if sc.example != "" {
+		r.ran[requestExampleKey(route.Operation, sc.example)] = true
+	}
 	if sc.answer != "" {
 		want := answerExample(t, route.Operation, resp.StatusCode, sc.answer)
+		r.ran[answerExampleKey(route.Operation, strconv.Itoa(resp.StatusCode), route.Operation.Responses.Status(resp.StatusCode), sc.answer)] = true
 		if g, w := normalized(t, got, sc.vary), normalized(t, want, sc.vary); !reflect.DeepEqual(g, w) {
 			t.Errorf("the answer is not the documented example %q:\n got %s\nwant %s", sc.answer, got, want)
 		}
@@ -276,6 +397,9 @@ func (r openAPIRunner) request(t *testing.T, sc scenario, body []byte) *http.Req
 	}
 	if strings.HasPrefix(sc.uri, "/admin/") && !sc.noToken {
 		req.Header.Set("Authorization", "Bearer "+backendtest.Token)
+	}
+	if sc.apiKey != "" {
+		req.Header.Set("X-API-Key", sc.apiKey)
 	}
 	return req
 }

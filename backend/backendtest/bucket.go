@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"vouchergate/shared/config"
 	"vouchergate/shared/events"
 )
 
@@ -40,4 +41,10 @@ func WaitBucketState(t testing.TB, nc *nats.Conn, names events.Names, code strin
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// DeleteBucketWhenDone removes cfg's sold-out bucket from the shared NATS server when the test
+// ends: for a test that runs the backend some other way than Start or StartProcess.
+func DeleteBucketWhenDone(t testing.TB, cfg config.Backend) {
+	t.Cleanup(func() { deleteBucket(cfg) })
 }

@@ -57,6 +57,7 @@ func StartProcess(t testing.TB, cfg config.Backend, extra ...string) *Process {
 	}
 	p := &Process{t: t, addr: addr, env: append(env, extra...), logPath: filepath.Join(t.TempDir(), "backend.log"),
 		binary: Binary, name: "backend"}
+	DeleteBucketWhenDone(t, cfg) // registered first: runs after the process is killed
 	p.run()
 	return p
 }

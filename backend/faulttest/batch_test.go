@@ -72,15 +72,29 @@ func TestVoucherClosedMidSale(t *testing.T) {
 	t.Logf("%s", tally(outcomes))
 	var decided []outcome
 	closed := map[string]bool{}
+	refusals := 0 // 422 answers, retries of an order included
 	for _, o := range outcomes {
 		if o.status == 422 && o.code == wire.CodeNotEligible {
 			closed[o.order] = true
+			refusals++
 			continue
 		}
 		decided = append(decided, o)
 	}
 	if len(closed) == 0 {
 		t.Fatal("no order was refused as not eligible after the voucher closed")
+	}
+	// Each refusal the database gave a gate winner is a compensating release, counted: at most
+	// one per 422 answered (a 422 given before the gate, once the cache has the end, takes no
+	// use and gives none back).
+	m := testkit.ScrapeMetrics(t, b.URL+"/metrics")
+	if m.Has("vouchergate_compensations_total", "result", "failed") {
+		t.Errorf("compensating releases failed: %v", m.Value(t, "vouchergate_compensations_total", "result", "failed"))
+	}
+	if !m.Has("vouchergate_compensations_total", "result", "released") {
+		t.Errorf("%d reservations refused after the close, and no compensating release counted", refusals)
+	} else if n := m.Value(t, "vouchergate_compensations_total", "result", "released"); n < 1 || n > float64(refusals) {
+		t.Errorf("vouchergate_compensations_total{result=released} = %v; want 1 to %d (the 422s after the close)", n, refusals)
 	}
 	granted := checkAnswers(t, b.App.Pool, code, decided)
 	db := rows(t, b.App.Pool, code)

@@ -98,3 +98,39 @@ func matchVoucher(rest []byte) match {
 	}
 	return m
 }
+
+// Endpoint is an operation the edge serves on its public listener, its path written as the
+// OpenAPI document writes it ("/vouchers/{code}/reservations").
+type Endpoint struct {
+	Method, Path string
+}
+
+// servedRoutes is every operation the edge answers or forwards to a backend, with the route
+// matchPath gives its paths. matchPath stays a function (the sold-out path must not allocate
+// or walk a table); TestServedRoutesAreWhatMatchPathServes holds the two together both ways,
+// and edge/proxy's OpenAPI test holds this table to the document's x-edge operations.
+var servedRoutes = [...]struct {
+	Endpoint
+	route route
+}{
+	{Endpoint{"GET", "/healthz"}, routeLocal},
+	{Endpoint{"GET", "/readyz"}, routeLocal},
+	{Endpoint{"POST", "/vouchers/{code}/reservations"}, routeReserve},
+	{Endpoint{"POST", "/vouchers/{code}/validate"}, routeValidate},
+	{Endpoint{"POST", "/vouchers/{code}/reservations/{orderId}/confirm"}, routeConfirm},
+	{Endpoint{"DELETE", "/vouchers/{code}/reservations/{orderId}"}, routeRelease},
+	{Endpoint{"POST", "/quotas/deduct"}, routeQuota},
+	{Endpoint{"POST", "/quotas/check"}, routeQuota},
+	{Endpoint{"POST", "/quotas/rollback"}, routeQuota},
+	{Endpoint{"GET", "/quotas/usage"}, routeQuota},
+}
+
+// Routes returns the operations the edge serves on its public listener (every other path goes
+// to the checkout API, or answers 404 when it is a backend path the edge hides).
+func Routes() []Endpoint {
+	out := make([]Endpoint, len(servedRoutes))
+	for i, r := range servedRoutes {
+		out[i] = r.Endpoint
+	}
+	return out
+}

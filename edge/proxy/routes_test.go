@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -73,5 +74,72 @@ func FuzzMatchPath(f *testing.F) {
 				t.Fatalf("%q would be forwarded", path)
 			}
 		}
+		if err := servedAsListed(path, m); err != nil {
+			t.Fatal(err)
+		}
 	})
+}
+
+// Each operation of servedRoutes is what matchPath serves for its path, and matchPath serves
+// no path that servedRoutes does not list: every path of the OpenAPI document, the table of
+// TestMatchPath and FuzzMatchPath's corpus are tried.
+func TestServedRoutesAreWhatMatchPathServes(t *testing.T) {
+	for _, r := range servedRoutes {
+		path := fillPath(r.Path)
+		if m := matchPath([]byte(path)); m.route != r.route || m.allow != r.Method {
+			t.Errorf("matchPath(%q) = {%s %q}; servedRoutes lists %s %s as %s", path,
+				routeNames[m.route], m.allow, r.Method, r.Path, routeNames[r.route])
+		}
+	}
+	paths := []string{"/", "/cart/items", "/metrics", "/vouchers", "/quotas", "/admin", "/administrator",
+		"/vouchers/FLASH100", "/vouchers/FLASH100/state", "/vouchers/FLASH100/validate/x",
+		"/vouchers/FLASH100/reservations/order-1/confirm/x", "/vouchers/FLASH100/reservations/",
+		"/quotas/", "/quotas/usage/x", "/healthz/x", "/readyz/"}
+	for path := range loadOpenAPI(t).Paths.Map() {
+		paths = append(paths, fillPath(path))
+	}
+	for _, path := range paths {
+		if err := servedAsListed(path, matchPath([]byte(path))); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// servedAsListed checks that m, matchPath's route of path, is one servedRoutes lists, if the
+// edge serves it at all.
+func servedAsListed(path string, m match) error {
+	switch m.route {
+	case routeCheckout, routeNotFound, routeBadCode, routeBadOrder:
+		return nil // not served: the checkout API's, or refused
+	}
+	for _, r := range servedRoutes {
+		if r.route == m.route && r.Method == m.allow && matchesTemplate(path, r.Path) {
+			return nil
+		}
+	}
+	return fmt.Errorf("matchPath serves %s %q as %s, which servedRoutes does not list", m.allow, path, routeNames[m.route])
+}
+
+// fillPath puts a valid value in each parameter of an OpenAPI path.
+func fillPath(template string) string {
+	return strings.NewReplacer("{code}", "FLASH100", "{orderId}", "order-1", "{id}", "1").Replace(template)
+}
+
+// matchesTemplate reports whether path is template with each {parameter} one non-empty
+// segment.
+func matchesTemplate(path, template string) bool {
+	ps, ts := strings.Split(path, "/"), strings.Split(template, "/")
+	if len(ps) != len(ts) {
+		return false
+	}
+	for i, seg := range ts {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			if ps[i] == "" {
+				return false
+			}
+		} else if ps[i] != seg {
+			return false
+		}
+	}
+	return true
 }

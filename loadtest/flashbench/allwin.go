@@ -41,7 +41,7 @@ type AllWinReport struct {
 }
 
 // RunAllWin alternates rounds of flash reservations that all win, sent to b, with rounds of
-// the seed's Solution 1 run by pgbench, taking turns going first.
+// Solution 1 run by pgbench, taking turns going first.
 func RunAllWin(ctx context.Context, b *Backend, s1 *Solution1, s AllWinSettings) (AllWinReport, error) {
 	r := AllWinReport{Settings: s}
 	if err := b.CreateVoucher(ctx, Voucher{Code: AllWinCode, TotalLimit: AllWinUses, PerUserLimit: 1, FlashSale: true}); err != nil {
@@ -114,7 +114,7 @@ func (r AllWinReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "flash reservations that all win (voucher %s: %d uses, 1 per customer; every request a new customer and order), backend direct, %d connections, closed loop, %v warm-up + %v\n",
 		AllWinCode, AllWinUses, s.Conns, s.Warmup, s.Duration)
 	if len(r.Solution1) > 0 {
-		fmt.Fprintf(w, "vs the seed's Solution 1 on the seed's schema: %s (%d clients)\n", r.Solution1[0].Command, s.PgClients)
+		fmt.Fprintf(w, "vs Solution 1 on its own schema: %s (%d clients)\n", r.Solution1[0].Command, s.PgClients)
 	}
 	fmt.Fprintf(w, "%-6s %-8s %10s %10s %10s  %s\n", "round", "side", "req/s", "p50", "p99", "CPU per request (cores)")
 	for i := range max(len(r.Backend), len(r.Solution1)) {

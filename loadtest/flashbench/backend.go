@@ -1,6 +1,6 @@
 // Package flashbench measures the backend's flash path as a whole process on this machine,
 // each figure beside its baseline in the same run: reservations that all win against the
-// seed's "Solution 1" run by pgbench (allwin.go), and a flash sale of new customers selling
+// baseline's "Solution 1" run by pgbench (allwin.go), and a flash sale of new customers selling
 // out (sale.go). It starts the backend command against a database created for the run, with
 // its own Redis key prefix and NATS subject prefix, and removes all three afterwards.
 package flashbench

@@ -16,7 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The seed's schema (section 3 of shared/seeds/000_44f64c37b90bc794.txt), as written there.
+// Solution 1's schema, the baseline design's two tables as it was given to this project
+// (docs/BENCHMARKS.md describes it).
 const seedSchema = `
 CREATE TABLE voucher (
     code             VARCHAR(32) PRIMARY KEY,
@@ -41,10 +42,10 @@ CREATE TABLE voucher_redemption (
 );
 `
 
-// solution1Script is the seed's "Solution 1" (section 6, VoucherService.redeem) as a pgbench
+// solution1Script is the baseline's "Solution 1" (its VoucherService.redeem) as a pgbench
 // script: one transaction per reservation, the guarded UPDATE on the voucher's row, then the
 // redemption. Every transaction is a new customer and a new order (random 62-bit ids: a repeat
-// would abort its client, and the run checks that none did). The seed inserts only when the
+// would abort its client, and the run checks that none did). Solution 1 inserts only when the
 // UPDATE took a use; the voucher here never sells out, so it always does.
 const solution1Script = `\set customer random(1, 4611686018427387903)
 \set order random(1, 4611686018427387903)
@@ -58,7 +59,7 @@ VALUES ('FLASH100', :customer, :order, 'CONFIRMED');
 END;
 `
 
-// Solution1 runs the seed's Solution 1 with pgbench in a database of its own, on a voucher
+// Solution1 runs Solution 1 with pgbench in a database of its own, on a voucher
 // of 10,000,000 uses that stays open. Close drops the database.
 type Solution1 struct {
 	Clients, Threads int
@@ -76,7 +77,7 @@ type Solution1Result struct {
 	Command      string
 }
 
-// StartSolution1 creates the database with the seed's schema and voucher.
+// StartSolution1 creates the database with Solution 1's schema and voucher.
 func StartSolution1(ctx context.Context, srv Servers, clients, threads int) (s *Solution1, err error) {
 	if _, err := exec.LookPath("pgbench"); err != nil {
 		return nil, fmt.Errorf("pgbench is not installed (Debian: apt-get install postgresql-client): %w", err)

@@ -131,7 +131,7 @@ func (r *rehearsal) phase(ctx context.Context, name string, n int, write writer)
 	return newSender(r.host, r.tls, r.s.Connections, r.s.Timeout, m).offer(ctx, n, r.s.Rate, write)
 }
 
-// reservations writes h's planned reservations: numeric customerIds, as the seed's clients send.
+// reservations writes h's planned reservations: numeric customerIds, as the shops' existing clients send.
 func reservations(h *History, amount int64) writer {
 	path := "/vouchers/" + h.Code + "/reservations"
 	return func(i int, req *fasthttp.Request, buf []byte) []byte {
