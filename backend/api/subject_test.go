@@ -6,7 +6,14 @@ import (
 
 	"vouchergate/backend/backendtest"
 	"vouchergate/shared/wire"
+	"vouchergate/testkit"
 )
+
+// keyRefusals reads b's count of requests refused for reason (keys.go's reason label).
+func keyRefusals(t *testing.T, b *backendtest.Backend, reason string) float64 {
+	t.Helper()
+	return testkit.ScrapeMetrics(t, b.URL+"/metrics").Count(t, "vouchergate_api_key_refusals_total", "reason", reason)
+}
 
 // X-VG-Subject is trusted only from a key with scope edge: from another key, or with no keys
 // configured, the request is refused whole (403) and changes nothing.
@@ -30,6 +37,21 @@ func TestSubjectFromANonEdgeKeyIsNotTrusted(t *testing.T) {
 	reserve.secret = ""
 	if st, code, _ := reserve.send(t, open); st != 403 || code != "FORBIDDEN" {
 		t.Errorf("a subject with no keys configured: %d %s; want 403 FORBIDDEN", st, code)
+	}
+
+	// each refusal counted once, under its reason
+	for _, c := range []struct {
+		b      *backendtest.Backend
+		name   string
+		reason string
+		want   float64
+	}{
+		{b, "keyed", "subject_untrusted", 1}, {b, "keyed", "missing", 1}, {b, "keyed", "subject_mismatch", 0},
+		{open, "keyless", "subject_untrusted", 1}, {open, "keyless", "subject_mismatch", 0},
+	} {
+		if got := keyRefusals(t, c.b, c.reason); got != c.want {
+			t.Errorf("%s backend: refusals {reason=%q}: %v; want %v", c.name, c.reason, got, c.want)
+		}
 	}
 }
 
@@ -57,6 +79,7 @@ func redemptionStatus(t *testing.T, b *backendtest.Backend, code, order string) 
 // acts for anyone, as a service does.
 func TestSubjectActsOnlyOnItsOwnOrders(t *testing.T) {
 	b, _ := startWithKeys(t, testKeys...)
+	forbidden := 0 // 403s answered, each to be counted as a subject mismatch
 	for _, flash := range []bool{false, true} {
 		code := "OWN"
 		if flash {
@@ -66,6 +89,9 @@ func TestSubjectActsOnlyOnItsOwnOrders(t *testing.T) {
 		base := "/vouchers/" + code + "/reservations"
 		asEdge := func(method, uri, body, subject string) (int, string) {
 			st, c, _ := (keyed{method: method, uri: uri, body: body, secret: secretEdge, subject: subject}).send(t, b)
+			if st == 403 {
+				forbidden++
+			}
 			return st, c
 		}
 
@@ -102,6 +128,12 @@ func TestSubjectActsOnlyOnItsOwnOrders(t *testing.T) {
 		if got := redemptionStatus(t, b, code, code+"-a"); got != wire.StatusReleased {
 			t.Errorf("%s: alice's order: %s; want RELEASED", code, got)
 		}
+	}
+	if got := keyRefusals(t, b, "subject_mismatch"); forbidden != 6 || got != float64(forbidden) {
+		t.Errorf("subject mismatches counted: %v, 403s answered: %d; want 6 of each (a reserve, a confirm, a release per voucher)", got, forbidden)
+	}
+	if got := keyRefusals(t, b, "subject_untrusted"); got != 0 {
+		t.Errorf("untrusted subjects counted: %v; want 0 (every subject came with the edge's key)", got)
 	}
 }
 
