@@ -148,6 +148,9 @@ func TestTLSAtTheEdge(t *testing.T) {
 		`{"customerId":43,"orderId":"o-2","orderAmount":1000}`, "Authorization", tok); status != 403 {
 		t.Errorf("another customer's reservation over TLS: %d %s; want 403", status, body)
 	}
+	if got := testkit.ScrapeMetrics(t, "http://"+e.Ops+"/metrics").Count(t, "vg_edge_subject_refused_total"); got != 1 {
+		t.Errorf("edge's subject refusals: %v; want 1, the 403", got)
+	}
 	if status, _ := tlsDo(t, e.Addr, roots, "GET", "/healthz", ""); status != 200 {
 		t.Errorf("/healthz over TLS: %d", status)
 	}
