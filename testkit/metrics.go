@@ -132,3 +132,13 @@ func (m Metrics) Has(name string, labels ...string) bool {
 	}
 	return false
 }
+
+// Count returns the value of a counter's sample with exactly labels, or 0 if the scrape has
+// none: a labelled counter appears only once it is first counted.
+func (m Metrics) Count(t testing.TB, name string, labels ...string) float64 {
+	t.Helper()
+	if !m.Has(name, labels...) {
+		return 0
+	}
+	return m.Value(t, name, labels...)
+}

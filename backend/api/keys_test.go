@@ -288,18 +288,19 @@ func TestABadKeysFileStopsTheStart(t *testing.T) {
 }
 
 // The backend command reloads its keys on SIGHUP (and survives it), and writes no key to its
-// output, neither those it loads nor those it refuses.
+// output, neither those it loads nor those it refuses nor one inside a file it cannot parse.
+// Polling is off (VG_API_KEYS_POLL=0), so only the signal can make it read the file again.
 func TestBackendCommandReloadsKeysOnSIGHUP(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.yaml")
 	old := backendtest.APIKey{Name: "old", Secret: secretRead, Scopes: []string{"read"}}
 	backendtest.WriteKeys(t, path, old)
-	p := backendtest.StartProcess(t, backendtest.Config(t), "VG_API_KEYS_FILE="+path)
-	stateWith := func(secret string) int {
+	p := backendtest.StartProcess(t, backendtest.Config(t), "VG_API_KEYS_FILE="+path, "VG_API_KEYS_POLL=0")
+	stateWith := func(header, value string) int {
 		req, err := http.NewRequest("GET", p.URL()+"/vouchers/NONE/state", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("X-API-Key", secret)
+		req.Header.Set(header, value)
 		resp, err := (&http.Client{Timeout: testkit.WaitBound}).Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -307,27 +308,48 @@ func TestBackendCommandReloadsKeysOnSIGHUP(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	if st := stateWith(old.Secret); st != 200 {
+	reloads := func(result string) float64 {
+		return testkit.ScrapeMetrics(t, p.URL()+"/metrics").Count(t, "vouchergate_api_key_reloads_total", "result", result)
+	}
+	if st := stateWith("X-API-Key", old.Secret); st != 200 {
 		t.Fatalf("key of the file at start: %d", st)
 	}
-	if st := stateWith("vg-test-guess-0000"); st != 401 {
+	if st := stateWith("Authorization", "Bearer "+old.Secret); st != 200 {
+		t.Fatalf("key of the file at start, as a bearer token: %d", st)
+	}
+	if st := stateWith("X-API-Key", "vg-test-guess-0000"); st != 401 {
 		t.Fatalf("unknown key: %d", st)
 	}
+	loadedBefore := reloads("loaded")
+
 	next := backendtest.APIKey{Name: "next", Secret: secretQuota, Scopes: []string{"read"}}
 	backendtest.WriteKeys(t, path, next)
 	p.Signal(syscall.SIGHUP)
-	testkit.Eventually(t, "the key of the rewritten file", func() bool { return stateWith(next.Secret) == 200 })
-	if st := stateWith(old.Secret); st != 401 {
+	testkit.Eventually(t, "the key of the rewritten file", func() bool { return stateWith("X-API-Key", next.Secret) == 200 })
+	if st := stateWith("X-API-Key", old.Secret); st != 401 {
 		t.Errorf("old key after SIGHUP: %d; want 401", st)
 	}
+	if got := reloads("loaded"); got != loadedBefore+1 {
+		t.Errorf("reloads loaded after one SIGHUP: %v; want %v", got, loadedBefore+1)
+	}
+
+	// A file that does not parse, with a secret where its digest belongs: refused, not echoed.
+	const misplaced = "vg-test-misplaced-8a7b6c5d4e3f20119f8e7d6c5b4a3928"
+	testkit.ReplaceFile(t, path, "keys:\n  - name: pasted\n    sha256: "+misplaced+"\n    scopes: [read]\n")
+	p.Signal(syscall.SIGHUP)
+	testkit.Eventually(t, "the bad file to be refused", func() bool { return reloads("refused") == 1 })
+	if st := stateWith("X-API-Key", next.Secret); st != 200 {
+		t.Errorf("key loaded before the bad file: %d; want it kept (200)", st)
+	}
+
 	out := p.Output()
-	for _, secret := range []string{old.Secret, next.Secret, "vg-test-guess-0000", apikeys.Digest(old.Secret), apikeys.Digest(next.Secret)} {
+	for _, secret := range []string{old.Secret, next.Secret, "vg-test-guess-0000", misplaced, apikeys.Digest(old.Secret), apikeys.Digest(next.Secret)} {
 		if strings.Contains(out, secret) {
 			t.Errorf("the backend wrote a key or its digest to its output")
 		}
 	}
-	if !strings.Contains(out, "api keys reloaded") {
-		t.Errorf("no reload in the output:\n%s", out)
+	if !strings.Contains(out, "api keys reloaded") || !strings.Contains(out, "api keys not reloaded") {
+		t.Errorf("no reload or no refused reload in the output:\n%s", out)
 	}
 }
 

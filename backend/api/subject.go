@@ -22,7 +22,12 @@ import (
 //   - quota deduct: every item whose identityType is USER must name the subject as its identity;
 //   - quota rollback: every USER identity the idemKey's deducts noted must be the subject. A
 //     deduct of the same idemKey running at the same moment may note another after the check:
-//     idemKeys are the caller's, one per purchase, so that takes two users sharing one;
+//     idemKeys are the caller's, one per purchase, so that takes two users sharing one. An
+//     idemKey nothing has noted yet is answered as a rollback of nothing, without the
+//     rolled-back mark: the mark would refuse every later deduct of that idemKey, whoever's,
+//     so a subject writing it could bar another user's purchase by guessing its idemKey. The
+//     mark's guarantee (a rollback sent before a timed-out deduct lands wins) stays with
+//     service callers; a shopper whose deduct lands after their rollback rolls back again;
 //   - quota usage: an identityType of USER must ask for the subject's identity.
 //
 // Without a subject (a service calling for any customer) nothing here applies. A mismatch is a
@@ -83,8 +88,10 @@ func (s *Server) subjectMayDeduct(ctx *fasthttp.RequestCtx, subject string, item
 	return true
 }
 
-// subjectMayRollback reports whether every USER identity the idemKey's deducts noted is the
-// subject; it answers the 403 (or the outcome of reading them) when not.
+// subjectMayRollback reports whether the rollback may go on: with no subject, always; with
+// one, when every USER identity the idemKey's deducts noted is the subject and at least one
+// identity is noted. Otherwise it answers: 403 for another's identity, or 200 with nothing
+// given back, writing nothing, for an idemKey nothing has noted (see the top of this file).
 func (s *Server) subjectMayRollback(ctx *fasthttp.RequestCtx, subject string, bizID int64, idemKey string) bool {
 	if subject == "" {
 		return true
@@ -99,6 +106,10 @@ func (s *Server) subjectMayRollback(ctx *fasthttp.RequestCtx, subject string, bi
 			s.notTheSubject(ctx, "a USER identity of this idemKey")
 			return false
 		}
+	}
+	if len(noted) == 0 {
+		respondJSON(ctx, fasthttp.StatusOK, &wire.QuotaRollbackResponse{IdemKey: idemKey, Returned: []wire.QuotaReturned{}})
+		return false
 	}
 	return true
 }

@@ -2,11 +2,20 @@ package api_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
+	"vouchergate/backend/api"
 	"vouchergate/backend/backendtest"
 	"vouchergate/shared/wire"
+	"vouchergate/testkit"
 )
+
+// keyRefusals reads b's count of requests refused for reason (keys.go's reason label).
+func keyRefusals(t *testing.T, b *backendtest.Backend, reason string) float64 {
+	t.Helper()
+	return testkit.ScrapeMetrics(t, b.URL+"/metrics").Count(t, "vouchergate_api_key_refusals_total", "reason", reason)
+}
 
 // X-VG-Subject is trusted only from a key with scope edge: from another key, or with no keys
 // configured, the request is refused whole (403) and changes nothing.
@@ -30,6 +39,21 @@ func TestSubjectFromANonEdgeKeyIsNotTrusted(t *testing.T) {
 	reserve.secret = ""
 	if st, code, _ := reserve.send(t, open); st != 403 || code != "FORBIDDEN" {
 		t.Errorf("a subject with no keys configured: %d %s; want 403 FORBIDDEN", st, code)
+	}
+
+	// each refusal counted once, under its reason
+	for _, c := range []struct {
+		b      *backendtest.Backend
+		name   string
+		reason string
+		want   float64
+	}{
+		{b, "keyed", "subject_untrusted", 1}, {b, "keyed", "missing", 1}, {b, "keyed", "subject_mismatch", 0},
+		{open, "keyless", "subject_untrusted", 1}, {open, "keyless", "subject_mismatch", 0},
+	} {
+		if got := keyRefusals(t, c.b, c.reason); got != c.want {
+			t.Errorf("%s backend: refusals {reason=%q}: %v; want %v", c.name, c.reason, got, c.want)
+		}
 	}
 }
 
@@ -57,6 +81,7 @@ func redemptionStatus(t *testing.T, b *backendtest.Backend, code, order string) 
 // acts for anyone, as a service does.
 func TestSubjectActsOnlyOnItsOwnOrders(t *testing.T) {
 	b, _ := startWithKeys(t, testKeys...)
+	forbidden := 0 // 403s answered, each to be counted as a subject mismatch
 	for _, flash := range []bool{false, true} {
 		code := "OWN"
 		if flash {
@@ -66,6 +91,9 @@ func TestSubjectActsOnlyOnItsOwnOrders(t *testing.T) {
 		base := "/vouchers/" + code + "/reservations"
 		asEdge := func(method, uri, body, subject string) (int, string) {
 			st, c, _ := (keyed{method: method, uri: uri, body: body, secret: secretEdge, subject: subject}).send(t, b)
+			if st == 403 {
+				forbidden++
+			}
 			return st, c
 		}
 
@@ -102,6 +130,12 @@ func TestSubjectActsOnlyOnItsOwnOrders(t *testing.T) {
 		if got := redemptionStatus(t, b, code, code+"-a"); got != wire.StatusReleased {
 			t.Errorf("%s: alice's order: %s; want RELEASED", code, got)
 		}
+	}
+	if got := keyRefusals(t, b, "subject_mismatch"); forbidden != 6 || got != float64(forbidden) {
+		t.Errorf("subject mismatches counted: %v, 403s answered: %d; want 6 of each (a reserve, a confirm, a release per voucher)", got, forbidden)
+	}
+	if got := keyRefusals(t, b, "subject_untrusted"); got != 0 {
+		t.Errorf("untrusted subjects counted: %v; want 0 (every subject came with the edge's key)", got)
 	}
 }
 
@@ -162,4 +196,84 @@ func TestSubjectDeductsAndRollsBackOnlyItsOwnQuota(t *testing.T) {
 	if st, c := asEdge("POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k-unknown"}`, "alice"); st != 200 {
 		t.Errorf("alice rolling back an unknown idemKey: %d %s", st, c)
 	}
+}
+
+// A subject's rollback of an idemKey nothing has deducted with yet gives back nothing and
+// leaves no rolled-back mark, so mallory cannot bar alice's later deduct with that idemKey by
+// guessing it. A service's rollback still leaves the mark: a rollback sent before a timed-out
+// deduct lands wins.
+func TestSubjectCannotBarAnotherUsersIdemKey(t *testing.T) {
+	b, _ := startWithKeys(t, testKeys...)
+	if st, body := b.Do(t, "POST", "/admin/quota-rules", dayRule); st != 201 {
+		t.Fatalf("rule: %d %s", st, body)
+	}
+	call := func(uri, body, secret, subject string) (int, string, string) {
+		st, answer, _ := b.DoWithHeaders(t, "POST", uri, []byte(body), withSubject(secret, subject))
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(answer, &e)
+		return st, e.Error, string(answer)
+	}
+	deduct := func(idemKey, user string) string {
+		return `{"bizId":1,"idemKey":"` + idemKey + `","items":[{"identityType":"USER","identity":"` + user + `","dimensions":["ITEM:1001"]}]}`
+	}
+	rollback := func(idemKey string) string { return `{"bizId":1,"idemKey":"` + idemKey + `"}` }
+	used := func(user string) int64 {
+		st, body, _ := b.DoWithHeaders(t, "GET", "/quotas/usage?bizId=1&identityType=USER&identity="+user+"&dimension=ITEM:1001", nil,
+			map[string]string{"X-API-Key": secretQuota})
+		var u wire.QuotaUsageResponse
+		if err := json.Unmarshal(body, &u); st != 200 || err != nil || len(u.Counters) != 1 {
+			t.Fatalf("usage of %s: %d %s (%v)", user, st, body, err)
+		}
+		return u.Counters[0].Used
+	}
+
+	if st, _, body := call("/quotas/rollback", rollback("k-alice"), secretEdge, "mallory"); st != 200 || body != `{"idemKey":"k-alice","returned":[]}` {
+		t.Fatalf("mallory rolling back an idemKey nothing deducted with: %d %s; want 200 with nothing returned", st, body)
+	}
+	if st, code, body := call("/quotas/deduct", deduct("k-alice", "alice"), secretEdge, "alice"); st != 200 {
+		t.Fatalf("alice's deduct after mallory's rollback of its idemKey: %d %s %s; want 200", st, code, body)
+	}
+	if n := used("alice"); n != 1 {
+		t.Errorf("alice's use: %d; want 1", n)
+	}
+	if st, _, _ := call("/quotas/rollback", rollback("k-alice"), secretEdge, "mallory"); st != 403 {
+		t.Errorf("mallory rolling back alice's deduct once noted: %d; want 403", st)
+	}
+
+	// A service (no subject) rolling back first still bars the deduct that lands later.
+	if st, _, body := call("/quotas/rollback", rollback("k-late"), secretQuota, ""); st != 200 {
+		t.Fatalf("a service rolling back before its deduct: %d %s", st, body)
+	}
+	if st, code, body := call("/quotas/deduct", deduct("k-late", "bob"), secretQuota, ""); st != 409 || code != wire.CodeQuotaRolledBack {
+		t.Errorf("the deduct landing after the service's rollback: %d %s; want 409 %s", st, body, wire.CodeQuotaRolledBack)
+	}
+	if n := used("bob"); n != 0 {
+		t.Errorf("bob's use after the barred deduct: %d; want 0", n)
+	}
+
+	// A shopper's own rollback sent before their deduct lands does not bar it; once the deduct
+	// is noted, rolling back again gives it back.
+	if st, _, _ := call("/quotas/rollback", rollback("k-carol"), secretEdge, "carol"); st != 200 {
+		t.Fatalf("carol's early rollback: %d", st)
+	}
+	if st, code, body := call("/quotas/deduct", deduct("k-carol", "carol"), secretEdge, "carol"); st != 200 {
+		t.Fatalf("carol's deduct after her early rollback: %d %s %s; want 200", st, code, body)
+	}
+	if st, _, body := call("/quotas/rollback", rollback("k-carol"), secretEdge, "carol"); st != 200 || !strings.Contains(body, `"amount":1`) {
+		t.Errorf("carol's rollback once her deduct is noted: %d %s; want 200 giving back 1", st, body)
+	}
+	if n := used("carol"); n != 0 {
+		t.Errorf("carol's use after her rollback: %d; want 0", n)
+	}
+}
+
+// withSubject is the headers of a call with a service key and, if any, a subject.
+func withSubject(secret, subject string) map[string]string {
+	h := map[string]string{"X-API-Key": secret}
+	if subject != "" {
+		h[api.SubjectHeader] = subject
+	}
+	return h
 }

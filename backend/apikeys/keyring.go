@@ -16,7 +16,7 @@ import (
 // FileVar names the variable holding the keys file's path.
 const FileVar = "VG_API_KEYS_FILE"
 
-// PollEvery is how often Watch reads the keys file for changes.
+// PollEvery is how often Watch reads the keys file for changes by default (VG_API_KEYS_POLL).
 //
 // Polling, not fsnotify: a second's delay is nothing for a rotation; reading a file of a few
 // hundred bytes a second costs nothing; and it sees every way a file is replaced (written in

@@ -19,10 +19,11 @@ func (a *App) openKeys() error {
 	return err
 }
 
-// watchKeys reloads the keys when their file changes, until ctx ends.
+// watchKeys reloads the keys when their file changes, until ctx ends; with VG_API_KEYS_POLL 0
+// only SIGHUP (ReloadKeys) does.
 func (a *App) watchKeys(ctx context.Context) {
-	if a.Keys != nil {
-		a.Keys.Watch(ctx, apikeys.PollEvery)
+	if a.Keys != nil && a.Config.APIKeysPoll > 0 {
+		a.Keys.Watch(ctx, a.Config.APIKeysPoll)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/valyala/fasthttp"
 
+	"vouchergate/backend/apikeys"
 	"vouchergate/backend/app"
 	"vouchergate/shared/config"
 	"vouchergate/shared/events"
@@ -63,6 +64,7 @@ func Config(t testing.TB) config.Backend {
 		QuotaIdemTTL:      168 * time.Hour,
 		QuotaRefreshEvery: 10 * time.Second,
 		ShutdownGrace:     10 * time.Second,
+		APIKeysPoll:       apikeys.PollEvery, // a changed keys file is taken without a SIGHUP
 	}
 }
 

@@ -50,11 +50,13 @@ type edge struct {
 	ops    *fasthttp.HostClient
 }
 
-func startEdge(t *testing.T, cfg config.Edge) *edge {
+// startEdge runs an edge with cfg until the test ends; its log is discarded unless opts give
+// one (app.WithLog).
+func startEdge(t *testing.T, cfg config.Edge, opts ...app.Option) *edge {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := app.New(ctx, cfg, app.WithLog(testkit.QuietLog))
+	a, err := app.New(ctx, cfg, append([]app.Option{app.WithLog(testkit.QuietLog)}, opts...)...)
 	if err != nil {
 		t.Fatalf("start edge: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"io"
 	"math/big"
@@ -26,6 +27,7 @@ import (
 	"vouchergate/backend/backendtest"
 	"vouchergate/edge/app"
 	"vouchergate/shared/config"
+	"vouchergate/shared/wire"
 	"vouchergate/testkit"
 )
 
@@ -146,6 +148,9 @@ func TestTLSAtTheEdge(t *testing.T) {
 		`{"customerId":43,"orderId":"o-2","orderAmount":1000}`, "Authorization", tok); status != 403 {
 		t.Errorf("another customer's reservation over TLS: %d %s; want 403", status, body)
 	}
+	if got := testkit.ScrapeMetrics(t, "http://"+e.Ops+"/metrics").Count(t, "vg_edge_subject_refused_total"); got != 1 {
+		t.Errorf("edge's subject refusals: %v; want 1, the 403", got)
+	}
 	if status, _ := tlsDo(t, e.Addr, roots, "GET", "/healthz", ""); status != 200 {
 		t.Errorf("/healthz over TLS: %d", status)
 	}
@@ -187,7 +192,10 @@ func TestTLSAtTheEdge(t *testing.T) {
 // Against a real backend with service keys, the edge holding its key (scopes reserve, quota,
 // read, edge): a shopper's token reserves and confirms their own order through the edge over
 // TLS; another shopper's token can neither reserve for them nor release their reservation (the
-// backend checks X-VG-Subject against the order), nor deduct from or roll back their quota.
+// backend checks X-VG-Subject against the order), nor deduct from, roll back or read their
+// quota. The edge learns a sell-out through its own state read (its NATS subjects are not the
+// backend's), which the backend takes with the edge's key. Every refusal is counted where it
+// was made, and the edge's log holds neither its key nor a shopper's token.
 func TestTokensThroughARealBackend(t *testing.T) {
 	bcfg := backendtest.Config(t)
 	bcfg.APIKeysFile = filepath.Join(t.TempDir(), "keys.yaml")
@@ -196,13 +204,22 @@ func TestTokensThroughARealBackend(t *testing.T) {
 		Scopes: []string{"reserve", "quota", "read", "edge"}})
 	b := backendtest.Start(t, bcfg)
 	b.CreateVoucher(t, backendtest.Voucher{Code: "TOKENS", Discount: 100, TotalLimit: 10})
+	b.CreateVoucher(t, backendtest.Voucher{Code: "LAST", Discount: 100, TotalLimit: 1, FlashSale: true})
 	iss := testkit.NewTokenIssuer(t)
-	cfg, roots := secureConfig(t, edgeConfig(bcfg.NATSURL, bcfg.NATSPrefix, b.Addr), iss)
+	// NATS subjects of the edge's own: the backend's sold-out events never reach it.
+	cfg, roots := secureConfig(t, edgeConfig(bcfg.NATSURL, testkit.NATSPrefix(), b.Addr), iss)
 	cfg.APIKey = edgeKey
-	e := startEdge(t, cfg)
+	log, logged := testkit.CaptureLog()
+	e := startEdge(t, cfg, app.WithLog(log))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("edge log:\n%s", logged())
+		}
+	})
 
-	alice := "Bearer " + iss.Sign(t, "RS256", iss.Claims("1001"))
-	mallory := "Bearer " + iss.Sign(t, "RS256", iss.Claims("666"))
+	aliceToken := iss.Sign(t, "RS256", iss.Claims("1001"))
+	malloryToken := iss.Sign(t, "RS256", iss.Claims("666"))
+	alice, mallory := "Bearer "+aliceToken, "Bearer "+malloryToken
 	order := `{"customerId":1001,"orderId":"tok-1","orderAmount":100000}`
 	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/TOKENS/reservations", order, "Authorization", mallory); status != 403 {
 		t.Fatalf("mallory reserving for alice: %d %s; want 403", status, body)
@@ -237,8 +254,77 @@ func TestTokensThroughARealBackend(t *testing.T) {
 	if status, body := tlsDo(t, e.Addr, roots, "POST", "/quotas/rollback", rollback, "Authorization", mallory); status != 403 {
 		t.Fatalf("mallory rolling back alice's deduct: %d %s; want 403", status, body)
 	}
+	const usage = "/quotas/usage?bizId=7&identityType=USER&identity=1001&dimension=ITEM:1"
+	if status, body := tlsDo(t, e.Addr, roots, "GET", usage, "", "Authorization", mallory); status != 403 {
+		t.Fatalf("mallory reading alice's usage: %d %s; want 403", status, body)
+	}
+	used := func() int64 { // alice's counter, read through the edge with her token
+		t.Helper()
+		status, body := tlsDo(t, e.Addr, roots, "GET", usage, "", "Authorization", alice)
+		var u wire.QuotaUsageResponse
+		if err := json.Unmarshal([]byte(body), &u); status != 200 || err != nil || len(u.Counters) != 1 {
+			t.Fatalf("alice's usage: %d %s (%v); want 200 with one counter", status, body, err)
+		}
+		return u.Counters[0].Used
+	}
+	if n := used(); n != 1 {
+		t.Fatalf("alice's usage after mallory's rollback: %d; want her deduct still counted (1)", n)
+	}
 	if status, body := tlsDo(t, e.Addr, roots, "POST", "/quotas/rollback", rollback, "Authorization", alice); status != 200 {
 		t.Fatalf("alice's rollback: %d %s; want 200", status, body)
+	}
+	if n := used(); n != 0 {
+		t.Fatalf("alice's usage after her rollback: %d; want 0", n)
+	}
+
+	// A sell-out learned from a 409 passing through: the edge reads the state with its key.
+	bob := "Bearer " + iss.Sign(t, "RS256", iss.Claims("1002"))
+	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/LAST/reservations",
+		`{"customerId":1001,"orderId":"last-1","orderAmount":100000}`, "Authorization", alice); status != 201 {
+		t.Fatalf("alice takes the last use: %d %s; want 201", status, body)
+	}
+	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/LAST/reservations",
+		`{"customerId":1002,"orderId":"last-2","orderAmount":100000}`, "Authorization", bob); status != 409 {
+		t.Fatalf("bob after the sell-out: %d %s; want the backend's 409", status, body)
+	}
+	testkit.Eventually(t, "the edge to read LAST's sold-out state", func() bool {
+		entry, _ := e.App.Cache.Lookup([]byte("LAST"), time.Now())
+		return entry != nil
+	})
+	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/LAST/reservations",
+		`{"customerId":1003,"orderId":"last-3","orderAmount":100000}`); status != 409 {
+		t.Errorf("a new order once the edge knows: %d %s; want 409 from memory, before the token", status, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitBound)
+	defer cancel()
+	if status, body, err := e.App.Pool.Fetch(ctx, "/vouchers/LAST/state"); err != nil || status != 200 {
+		t.Errorf("the edge's state read: %d %s %v; want 200", status, body, err)
+	}
+
+	bm := testkit.ScrapeMetrics(t, b.URL+"/metrics")
+	for reason, want := range map[string]float64{"missing": 0, "unknown": 0, "scope": 0, "subject_untrusted": 0,
+		"subject_mismatch": 2} { // mallory's release and rollback, which only the backend can judge
+		if got := bm.Count(t, "vouchergate_api_key_refusals_total", "reason", reason); got != want {
+			t.Errorf("backend's key refusals {reason=%q}: %v; want %v", reason, got, want)
+		}
+	}
+	em := testkit.ScrapeMetrics(t, "http://"+e.Ops+"/metrics")
+	if got := em.Count(t, "vg_edge_subject_refused_total"); got != 3 { // reserve, deduct, usage
+		t.Errorf("edge's subject refusals: %v; want 3", got)
+	}
+	if got := em.Count(t, "vg_edge_tokens_refused_total", "reason", "missing"); got != 1 {
+		t.Errorf("edge's token refusals {reason=\"missing\"}: %v; want 1", got)
+	}
+	if got := em.Value(t, "vg_edge_nats_states_total"); got != 0 {
+		t.Errorf("the edge heard %v states from NATS; want the sell-out learned only by its state read", got)
+	}
+
+	out := logged()
+	for name, secret := range map[string]string{"the edge's key": edgeKey, "alice's token": aliceToken,
+		"mallory's token": malloryToken, "a token's signature": aliceToken[strings.LastIndexByte(aliceToken, '.')+1:]} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the edge logged %s", name)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/edge/token"
@@ -65,28 +66,32 @@ func TestBadTokensAreRefusedAtTheEdge(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		headers []string
-		invalid bool // error="invalid_token" (a token was sent)
+		invalid bool   // error="invalid_token" (a token was sent)
+		reason  string // vg_edge_tokens_refused_total's label
 	}{
-		{"no Authorization", nil, false},
-		{"Basic credentials", []string{"Authorization", "Basic dXNlcjpwYXNz"}, false},
-		{"Bearer with nothing", []string{"Authorization", "Bearer "}, false},
-		{"forged: another issuer's key", bearer(other.Sign(t, "RS256", iss.Claims("42"))), true},
-		{"expired", bearer(iss.Sign(t, "ES256", claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Minute).Unix() }))), true},
-		{"not yet valid", bearer(iss.Sign(t, "ES256", claims(func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(time.Minute).Unix() }))), true},
-		{"wrong audience", bearer(iss.Sign(t, "RS256", claims(func(c jwt.MapClaims) { c["aud"] = "another-app" }))), true},
-		{"wrong issuer", bearer(iss.Sign(t, "RS256", claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.test" }))), true},
-		{"alg none", bearer(none), true},
-		{"HS256 with the RSA public key as secret", bearer(confusedTok), true},
+		{"no Authorization", nil, false, "missing"},
+		{"Basic credentials", []string{"Authorization", "Basic dXNlcjpwYXNz"}, false, "missing"},
+		{"Bearer with nothing", []string{"Authorization", "Bearer "}, false, "missing"},
+		{"forged: another issuer's key", bearer(other.Sign(t, "RS256", iss.Claims("42"))), true, "signature"},
+		{"expired", bearer(iss.Sign(t, "ES256", claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Minute).Unix() }))), true, "expired"},
+		{"not yet valid", bearer(iss.Sign(t, "ES256", claims(func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(time.Minute).Unix() }))), true, "not_yet_valid"},
+		{"wrong audience", bearer(iss.Sign(t, "RS256", claims(func(c jwt.MapClaims) { c["aud"] = "another-app" }))), true, "audience"},
+		{"wrong issuer", bearer(iss.Sign(t, "RS256", claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.test" }))), true, "issuer"},
+		{"alg none", bearer(none), true, "signature"},
+		{"HS256 with the RSA public key as secret", bearer(confusedTok), true, "signature"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, path := range []struct{ method, uri, body string }{
+			refused := e.proxy.counts.tokensRefused.WithLabelValues(tt.reason)
+			before := testutil.ToFloat64(refused)
+			paths := []struct{ method, uri, body string }{
 				{"POST", "/vouchers/FLASH/reservations", reservation(`"42"`)},
 				{"POST", "/vouchers/FLASH/reservations/o-1/confirm", ""},
 				{"DELETE", "/vouchers/FLASH/reservations/o-1", ""},
 				{"POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"42","dimensions":["ITEM:1"]}]}`},
 				{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k"}`},
 				{"GET", "/quotas/usage?bizId=1&identityType=USER&identity=42", ""},
-			} {
+			}
+			for _, path := range paths {
 				a := e.do(t, path.method, path.uri, path.body, tt.headers...)
 				if a.status != 401 || errorCode(t, a) != "UNAUTHORIZED" {
 					t.Errorf("%s %s: %d %s; want 401 UNAUTHORIZED", path.method, path.uri, a.status, a.body)
@@ -96,10 +101,16 @@ func TestBadTokensAreRefusedAtTheEdge(t *testing.T) {
 					t.Errorf("%s %s: WWW-Authenticate %q; invalid_token wanted: %v", path.method, path.uri, www, tt.invalid)
 				}
 			}
+			if got := testutil.ToFloat64(refused) - before; got != float64(len(paths)) {
+				t.Errorf("tokens refused {reason=%q}: %v more; want %d, one per 401", tt.reason, got, len(paths))
+			}
 		})
 	}
 	if n, m := fb.reserves.Load(), fb.other.Load(); n+m != 0 {
 		t.Fatalf("%d reservations and %d other requests reached the backend", n, m)
+	}
+	if n := testutil.ToFloat64(e.proxy.counts.subjectRefused); n != 0 {
+		t.Errorf("subject refusals: %v; want none (no token was good)", n)
 	}
 }
 
@@ -107,7 +118,7 @@ func TestBadTokensAreRefusedAtTheEdge(t *testing.T) {
 func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 	e, fb, _, iss := tokenEdge(t)
 	tok := bearer(iss.Sign(t, "RS256", iss.Claims("42")))
-	for _, tt := range []struct{ method, uri, body string }{
+	forbidden := []struct{ method, uri, body string }{
 		{"POST", "/vouchers/FLASH/reservations", reservation(`"43"`)},
 		{"POST", "/vouchers/FLASH/reservations", reservation(`43`)},
 		{"POST", "/vouchers/FLASH/reservations", reservation(`"042"`)},
@@ -118,11 +129,17 @@ func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 		{"POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"42","dimensions":["ITEM:1"]},{"identityType":"USER","identity":"43","dimensions":["ITEM:1"]}]}`},
 		{"POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"42","IDENTITY":"43","dimensions":["ITEM:1"]}]}`},
 		{"GET", "/quotas/usage?bizId=1&identityType=USER&identity=43", ""},
-	} {
+		{"POST", "/vouchers/FLASH/validate", reservation(`"43"`)},
+		{"POST", "/quotas/check", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"43","dimensions":["ITEM:1"]}]}`},
+	}
+	for _, tt := range forbidden {
 		a := e.do(t, tt.method, tt.uri, tt.body, tok...)
 		if a.status != 403 || errorCode(t, a) != "FORBIDDEN" {
 			t.Errorf("%s %s %s: %d %s; want 403 FORBIDDEN", tt.method, tt.uri, tt.body, a.status, a.body)
 		}
+	}
+	if n := testutil.ToFloat64(e.proxy.counts.subjectRefused); n != float64(len(forbidden)) {
+		t.Errorf("subject refusals: %v; want %d, one per 403", n, len(forbidden))
 	}
 	for _, body := range []string{`not json`, `{"customerId":-1,"orderId":"o-1","orderAmount":1}`} {
 		if a := e.do(t, "POST", "/vouchers/FLASH/reservations", body, tok...); a.status != 400 {
@@ -155,6 +172,9 @@ func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 	}
 	if n, m := fb.reserves.Load(), fb.other.Load(); n != 2 || m != 4 {
 		t.Fatalf("backend saw %d reservations and %d other requests; want 2 and 4", n, m)
+	}
+	if n := testutil.ToFloat64(e.proxy.counts.subjectRefused); n != float64(len(forbidden)) {
+		t.Errorf("subject refusals after the good calls: %v; want still %d", n, len(forbidden))
 	}
 }
 
@@ -254,6 +274,12 @@ func TestSoldOutAnswersComeBeforeTheToken(t *testing.T) {
 		if a := e.do(t, "POST", "/vouchers/FLASH/reservations", reservation(`43`), tt.headers...); a.status != 409 || errorCode(t, a) != "OUT_OF_STOCK" {
 			t.Errorf("new order, %s: %d %s; want 409 OUT_OF_STOCK from memory", tt.name, a.status, a.body)
 		}
+		if a := e.do(t, "POST", "/vouchers/FLASH/validate", reservation(`43`), tt.headers...); a.status != 200 || a.body != `{"valid":false,"error":"OUT_OF_STOCK"}` {
+			t.Errorf("validate of a new order, %s: %d %s; want 200 OUT_OF_STOCK from memory", tt.name, a.status, a.body)
+		}
+	}
+	if n := testutil.CollectAndCount(e.proxy.counts.tokensRefused); n != 0 {
+		t.Errorf("tokens refused before the sold-out answers: %d reasons counted; want none", n)
 	}
 	held := `{"customerId":"42","orderId":"granted-1","orderAmount":1000}`
 	if a := e.do(t, "POST", "/vouchers/FLASH/reservations", held); a.status != 401 {

@@ -83,6 +83,8 @@ func TestVerify(t *testing.T) {
 			{"wrong audience", iss.Sign(t, "RS256", with(func(c jwt.MapClaims) { c["aud"] = "another-app" })), token.ErrAudience},
 			{"no audience", iss.Sign(t, "RS256", with(func(c jwt.MapClaims) { delete(c, "aud") })), token.ErrClaimMissing},
 			{"wrong issuer", iss.Sign(t, "RS256", with(func(c jwt.MapClaims) { c["iss"] = "https://evil.test" })), token.ErrIssuer},
+			{"no issuer", iss.Sign(t, "RS256", with(func(c jwt.MapClaims) { delete(c, "iss") })), token.ErrClaimMissing},
+			{"empty issuer", iss.Sign(t, "RS256", with(func(c jwt.MapClaims) { c["iss"] = "" })), token.ErrClaimMissing},
 			{"no subject", iss.Sign(t, "RS256", with(func(c jwt.MapClaims) { delete(c, "sub") })), token.ErrSubject},
 			{"subject too long", iss.Sign(t, "RS256", with(func(c jwt.MapClaims) { c["sub"] = strings.Repeat("x", 65) })), token.ErrSubject},
 			{"subject with a control character", iss.Sign(t, "RS256", with(func(c jwt.MapClaims) { c["sub"] = "42\r\nX-VG-Subject: 43" })), token.ErrSubject},

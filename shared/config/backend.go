@@ -19,7 +19,10 @@ type Backend struct {
 	AdminToken        string        `env:"VG_ADMIN_TOKEN"`
 	// APIKeysFile names a YAML file of the service API keys that may call the public endpoints,
 	// each stored as its SHA-256 with its scopes (backend/apikeys). Empty: no key is needed.
-	APIKeysFile       string        `env:"VG_API_KEYS_FILE"`
+	APIKeysFile string `env:"VG_API_KEYS_FILE"`
+	// APIKeysPoll is how often the keys file is read for changes; 0 turns polling off, leaving
+	// SIGHUP the only reload (and letting a test tell the two apart).
+	APIKeysPoll       time.Duration `env:"VG_API_KEYS_POLL" envDefault:"1s"`
 	HoldTTL           time.Duration `env:"VG_HOLD_TTL" envDefault:"15m"`
 	RequestTimeout    time.Duration `env:"VG_REQUEST_TIMEOUT" envDefault:"5s"`
 	DBTimeout         time.Duration `env:"VG_DB_TIMEOUT" envDefault:"2s"`
@@ -81,6 +84,8 @@ func (c Backend) Check() error {
 		return fmt.Errorf("VG_QUOTA_IDEM_TTL is %v; expected at least 1s, such as 168h", c.QuotaIdemTTL)
 	case c.ShutdownGrace <= 0:
 		return fmt.Errorf("VG_SHUTDOWN_GRACE is %v; expected a positive duration such as 10s", c.ShutdownGrace)
+	case c.APIKeysPoll < 0:
+		return fmt.Errorf("VG_API_KEYS_POLL is %v; expected 0 (off: reload on SIGHUP only) or a positive duration such as 1s", c.APIKeysPoll)
 	case c.QuotaRefreshEvery <= 0:
 		return fmt.Errorf("VG_QUOTA_REFRESH_EVERY is %v; expected a positive duration such as 10s", c.QuotaRefreshEvery)
 	case c.MaxHeaderBytes < minHeaderBytes:

@@ -118,7 +118,7 @@ func TestBackendCheck(t *testing.T) {
 		return Backend{HoldTTL: 15 * time.Minute, RequestTimeout: 5 * time.Second, DBTimeout: 2 * time.Second,
 			RedisTimeout: 300 * time.Millisecond, DBMaxConns: 1, ReconcileGrace: 4*time.Second + time.Millisecond,
 			QuotaIdemTTL: time.Second, QuotaRefreshEvery: time.Nanosecond, MaxBodyBytes: 256, MaxHeaderBytes: 1024,
-			ShutdownGrace: time.Nanosecond, NATSReplicas: MaxNATSReplicas}
+			ShutdownGrace: time.Nanosecond, NATSReplicas: MaxNATSReplicas, APIKeysPoll: 0 /* off */}
 	}
 	if err := valid().Check(); err != nil {
 		t.Fatalf("settings at each bound's edge: %v", err)
@@ -137,6 +137,7 @@ func TestBackendCheck(t *testing.T) {
 		{"VG_RECONCILE_GRACE", func(c *Backend) { c.ReconcileGrace = 2 * c.DBTimeout }},
 		{"VG_QUOTA_IDEM_TTL", func(c *Backend) { c.QuotaIdemTTL = time.Second - 1 }},
 		{"VG_QUOTA_REFRESH_EVERY", func(c *Backend) { c.QuotaRefreshEvery = 0 }},
+		{"VG_API_KEYS_POLL", func(c *Backend) { c.APIKeysPoll = -time.Second }},
 		{"VG_SHUTDOWN_GRACE", func(c *Backend) { c.ShutdownGrace = 0 }},
 		{"VG_MAX_BODY_BYTES", func(c *Backend) { c.MaxBodyBytes = 255 }},
 		{"VG_MAX_HEADER_BYTES", func(c *Backend) { c.MaxHeaderBytes = 1023 }},
