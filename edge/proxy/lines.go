@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-
-	"github.com/valyala/fasthttp"
 )
 
 // fasthttp takes a request line ended by a bare LF, then waits for a CRLF CRLF that never
@@ -16,16 +14,16 @@ import (
 //
 // A connection follows the requests' framing: a header, then as many body bytes as its
 // Content-Length says (none without one), then the next header, so requests pipelined into one
-// read are looked at too. A chunked body (or a length it cannot read) is not followed: the
-// connection looks again once the server has answered every request it has seen, when the next
-// bytes start a new request. A body the server did not read (it answered without it) is
-// skipped the same way.
+// read are looked at too. fasthttp reads every body it is sent before the next request, or
+// closes the connection, so the two never disagree on where a header starts. A chunked body (or
+// a length it cannot read) is not followed, and nothing after it on that connection is looked
+// at: guessing where it ended could refuse a good request.
 
 // errBareLF fails a read that met a bare LF in a request's header.
 var errBareLF = errors.New("bare LF in the request header")
 
 // headConn checks the header bytes of each request read on a connection. It is used by one
-// goroutine at a time, the server's for the connection (Read, and ConnState's expectHead).
+// goroutine at a time, the server's for the connection.
 type headConn struct {
 	net.Conn
 	counted // counted out of the caps once closed
@@ -40,8 +38,6 @@ type headConn struct {
 	length     int64 // the current header's Content-Length; -1: none yet
 	unknownEnd bool  // the current header makes its body's end unknown (chunked, a bad length)
 	bodyLeft   int64 // of the body being skipped
-	heads      int   // headers read whole on the connection
-	answered   int   // requests the server has answered (idle transitions)
 }
 
 // part is what the bytes being read belong to.
@@ -50,7 +46,7 @@ type part uint8
 const (
 	inHead        part = iota // a request's header, up to its empty line
 	inBody                    // its body, bodyLeft more bytes
-	inUnknownBody             // a body whose end is not followed: nothing looked at until answered
+	inUnknownBody             // a body whose end is not followed: nothing more is looked at
 )
 
 // lineKept is how much of a header line is kept to read framing headers: a Content-Length of
@@ -167,8 +163,12 @@ func (c *headConn) framing(lineLen int) {
 		return
 	}
 	name, value, ok := bytes.Cut(line, []byte{':'})
+	spaced := len(bytes.TrimRight(name, " \t")) != len(name) // not a token: fasthttp refuses it
+	name = bytes.TrimRight(name, " \t")
 	switch {
 	case !ok:
+	case spaced && (bytes.EqualFold(name, []byte("Transfer-Encoding")) || bytes.EqualFold(name, []byte("Content-Length"))):
+		c.unknownEnd = true
 	case bytes.EqualFold(name, []byte("Transfer-Encoding")):
 		c.unknownEnd = true
 	case bytes.EqualFold(name, []byte("Content-Length")):
@@ -198,7 +198,6 @@ func contentLength(v []byte, cut bool) (int64, bool) {
 
 // endHead moves past a header read whole to its body, if it has one it follows.
 func (c *headConn) endHead() {
-	c.heads++
 	switch {
 	case c.unknownEnd:
 		c.at = inUnknownBody
@@ -214,24 +213,3 @@ func (c *headConn) startHead() {
 	c.at, c.prev, c.lineLen, c.lines, c.line = inHead, 0, 0, 0, c.lineBuf[:0]
 	c.length, c.unknownEnd, c.bodyLeft = -1, false, 0
 }
-
-// expectHead tells the connection the server has answered a request and reads the next one.
-// Once every header seen is answered, a body not followed, or one the server did not read, is
-// behind it: the next bytes start a header.
-func (c *headConn) expectHead() {
-	c.answered++
-	if c.answered >= c.heads && c.at != inHead {
-		c.bad = false
-		c.startHead()
-	}
-}
-
-// connState is the server's ConnState: an idle connection reads a header next.
-func connState(c net.Conn, s fasthttp.ConnState) {
-	if h, ok := c.(headReader); ok && s == fasthttp.StateIdle {
-		h.expectHead()
-	}
-}
-
-// headReader is a connection whose next request's header is looked at (headConn, tlsHeadConn).
-type headReader interface{ expectHead() }

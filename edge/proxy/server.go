@@ -42,6 +42,5 @@ func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
 		DisablePreParseMultipartForm: true,
 		ExpectHandler:                p.Expect,
 		HeaderReceived:               p.HeaderReceived,
-		ConnState:                    connState,
 	}
 }
