@@ -57,7 +57,8 @@ bench: services bench-edge bench-sale
 
 ## bench-edge: the edge's sold-out answer against a bare fasthttp server answering the same 409,
 ## same generator and settings, in one run (9 alternating rounds, medians), printing the ratio
-## and holding it to the build before issue 12's limits (0.92 on 3 December 2026: docs/BENCHMARKS.md);
+## and whether it is within 0.05 of the build before issue 12's limits (0.92 on 3 December 2026:
+## docs/BENCHMARKS.md);
 ## first the allocation benchmarks of the sold-out path (the handler 2 small allocs/op: bigcache
 ## copies key and record; the whole server the same 2); last what TLS adds to it. Needs no service.
 bench-edge:

@@ -31,7 +31,7 @@ func TestMakeRunScriptServesAndStopsOnCtrlC(t *testing.T) {
 	cfg := backendtest.Config(t)
 	backendtest.DeleteBucketWhenDone(t, cfg)
 	backendAddr, edgeAddr, opsAddr := freeAddr(t), freeAddr(t), freeAddr(t)
-	env := append(environWithoutVG(),
+	env := append(testkit.EnvironWithoutVG(),
 		"VG_BACKEND_ADDR="+backendAddr, "VG_EDGE_ADDR="+edgeAddr, "VG_EDGE_OPS_ADDR="+opsAddr,
 		"VG_DATABASE_URL="+cfg.DatabaseURL, "VG_REDIS_URL="+cfg.RedisURL, "VG_REDIS_PREFIX="+cfg.RedisPrefix,
 		"VG_NATS_URL="+cfg.NATSURL, "VG_NATS_PREFIX="+cfg.NATSPrefix,
@@ -171,12 +171,3 @@ func tail(s string, n int) string {
 
 // environWithoutVG is this process's environment without its VG_* settings: a child's are
 // only the test's.
-func environWithoutVG() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "VG_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}

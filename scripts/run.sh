@@ -25,7 +25,7 @@ go build -trimpath -ldflags "-s -w" -o bin/edge ./edge
 # dialable: host:port as a client reaches it (an empty or 0.0.0.0 host is this machine)
 dialable() {
   local host=${1%:*} port=${1##*:}
-  case $host in "" | 0.0.0.0 | "[::]") host=127.0.0.1 ;; esac
+  case $host in "" | 0.0.0.0 | "[::]") host=127.0.0.1 ;; \[*\]) host=${host:1:-1} ;; esac
   echo "$host/$port"
 }
 
@@ -39,7 +39,9 @@ backend_pid='' edge_pid=''
 # first failing process's status.
 stop() {
   local status=$1 pid s
-  trap - INT TERM EXIT
+  # a second Ctrl-C (or SIGTERM) while they drain: stop them at once, not leave them running
+  trap 'kill -KILL $edge_pid $backend_pid 2>/dev/null' INT TERM
+  trap - EXIT
   for pid in $edge_pid $backend_pid; do
     kill -TERM "$pid" 2>/dev/null || true
     s=0

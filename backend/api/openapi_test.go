@@ -28,27 +28,12 @@ import (
 	"vouchergate/testkit"
 )
 
-// openAPIPath is the API's document, from this package's directory.
-const openAPIPath = "../../docs/openapi.yaml"
-
 // openAPIClock is when the document's examples happen: its vouchers run through December 2026.
 var openAPIClock = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
-func loadOpenAPI(t *testing.T) *openapi3.T {
-	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromFile(openAPIPath)
-	if err != nil {
-		t.Fatalf("load %s: %v", openAPIPath, err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("%s is not valid OpenAPI 3: %v", openAPIPath, err)
-	}
-	return doc
-}
-
 // The document names every route the server serves, and no other.
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
-	doc := loadOpenAPI(t)
+	doc := testkit.OpenAPI(t)
 	documented := map[api.Endpoint]bool{}
 	for path, item := range doc.Paths.Map() {
 		for method := range item.Operations() {
@@ -59,12 +44,12 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	for _, e := range api.Routes() {
 		served[e] = true
 		if !documented[e] {
-			t.Errorf("%s %s is served (api.Routes) but not in %s", e.Method, e.Path, openAPIPath)
+			t.Errorf("%s %s is served (api.Routes) but not in %s", e.Method, e.Path, testkit.OpenAPIPath)
 		}
 	}
 	for e := range documented {
 		if !served[e] {
-			t.Errorf("%s %s is in %s but not served (api.Routes)", e.Method, e.Path, openAPIPath)
+			t.Errorf("%s %s is in %s but not served (api.Routes)", e.Method, e.Path, testkit.OpenAPIPath)
 		}
 	}
 }
@@ -207,7 +192,7 @@ var notReadyScenarios = []scenario{
 // document takes (or refuses, when meant to) and every answer is documented for its operation,
 // its body matching the schema and, where named, the example.
 func TestOpenAPIExamplesAgainstBackend(t *testing.T) {
-	doc := loadOpenAPI(t)
+	doc := testkit.OpenAPI(t)
 	b := backendtest.Start(t, backendtest.Config(t), app.WithClock(testkit.NewManualClock(openAPIClock)))
 	ran := map[exampleKey]bool{}
 	r := newOpenAPIRunner(t, doc, b.URL, ran)

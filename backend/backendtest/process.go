@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"vouchergate/shared/config"
+	"vouchergate/testkit"
 )
 
 // Process is the backend command (or the edge: StartEdgeProcess) running as a child process on
@@ -41,7 +42,7 @@ type Process struct {
 func StartProcess(t testing.TB, cfg config.Backend, extra ...string) *Process {
 	t.Helper()
 	addr := freeAddr(t)
-	env := append(environWithoutVG(),
+	env := append(testkit.EnvironWithoutVG(),
 		"VG_BACKEND_ADDR="+addr,
 		"VG_DATABASE_URL="+cfg.DatabaseURL,
 		"VG_REDIS_URL="+cfg.RedisURL,
@@ -69,7 +70,7 @@ func StartProcess(t testing.TB, cfg config.Backend, extra ...string) *Process {
 func StartEdgeProcess(t testing.TB, cfg config.Backend, backends string, extra ...string) *Process {
 	t.Helper()
 	addr := freeAddr(t)
-	env := append(environWithoutVG(),
+	env := append(testkit.EnvironWithoutVG(),
 		"VG_EDGE_ADDR="+addr, "VG_EDGE_BACKENDS="+backends,
 		"VG_NATS_URL="+cfg.NATSURL, "VG_NATS_PREFIX="+cfg.NATSPrefix,
 		"VG_NATS_REPLICAS="+strconv.Itoa(max(1, cfg.NATSReplicas)),
@@ -106,16 +107,6 @@ func freeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-func environWithoutVG() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "VG_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 // Addr returns host:port, the same across restarts.

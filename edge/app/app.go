@@ -178,7 +178,8 @@ func (a *App) Serve(ln net.Listener) error {
 	if a.tls != nil {
 		ln = tls.NewListener(ln, a.tls)
 	}
-	return a.serving.Serve(proxy.ClientListener(ln, proxy.Caps{MaxConns: a.Config.MaxClientConns, MaxConnsPerIP: a.Config.MaxConnsPerIP}))
+	caps := proxy.Caps{MaxConns: a.Config.MaxClientConns, MaxConnsPerIP: a.Config.MaxConnsPerIP}
+	return a.serving.Serve(proxy.ClientListener(ln, caps))
 }
 
 // ServeOps answers the ops paths (/healthz, /readyz in full, /metrics) on ln until Close.

@@ -38,14 +38,8 @@ func startEdgeProcess(t *testing.T, env ...string) *edgeProcess {
 		"VG_EDGE_ADDR=" + addr, "VG_EDGE_BACKENDS=" + freeAddr(t), "VG_NATS_URL=" + testkit.NATSURL,
 		"VG_NATS_PREFIX=" + testkit.NATSPrefix(), "VG_EDGE_OPS_ADDR=off", "VG_EDGE_SYNC_WAIT=0s",
 	}
-	var vars []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "VG_") {
-			vars = append(vars, kv)
-		}
-	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(append(vars, base...), env...)
+	cmd.Env = append(append(testkit.EnvironWithoutVG(), base...), env...)
 	logPath := filepath.Join(t.TempDir(), "edge.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"vouchergate/shared/wire"
+	"vouchergate/testkit"
 )
 
 func TestMatchPath(t *testing.T) {
@@ -95,7 +96,7 @@ func TestServedRoutesAreWhatMatchPathServes(t *testing.T) {
 		"/vouchers/FLASH100", "/vouchers/FLASH100/state", "/vouchers/FLASH100/validate/x",
 		"/vouchers/FLASH100/reservations/order-1/confirm/x", "/vouchers/FLASH100/reservations/",
 		"/quotas/", "/quotas/usage/x", "/healthz/x", "/readyz/"}
-	for path := range loadOpenAPI(t).Paths.Map() {
+	for path := range testkit.OpenAPI(t).Paths.Map() {
 		paths = append(paths, fillPath(path))
 	}
 	for _, path := range paths {

@@ -1,0 +1,18 @@
+package testkit
+
+import (
+	"os"
+	"strings"
+)
+
+// EnvironWithoutVG is this process's environment without its VG_ settings: what a command a
+// test starts inherits, before the test's own settings.
+func EnvironWithoutVG() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "VG_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
