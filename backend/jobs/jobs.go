@@ -33,9 +33,9 @@ type Jobs struct {
 	released prometheus.Counter
 	putBack  prometheus.Counter
 	drift    *prometheus.GaugeVec
-	// a flash sale's progress: Redis's uses left and the limit, at the last reconciliation
-	usesLeft, totalLimit *prometheus.GaugeVec
-	warmed               prometheus.Counter
+	// a flash sale's limit, at the last reconciliation (its uses left: the voucher service's)
+	totalLimit *prometheus.GaugeVec
+	warmed     prometheus.Counter
 }
 
 // New returns the jobs of a service, with their metrics registered in reg.
@@ -49,14 +49,12 @@ func New(vouchers *voucher.Service, set Settings, reg prometheus.Registerer, log
 			Help: "Active rows Redis had lost, put back by reconciliation."}),
 		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_redis_drift",
 			Help: "Redis's uses left minus what the database leaves (total_limit minus active rows), at the last reconciliation."}, []string{"code"}),
-		usesLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_voucher_uses_left",
-			Help: "A flash voucher's uses left in Redis, at the last reconciliation."}, []string{"code"}),
 		totalLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_voucher_total_limit",
 			Help: "A flash voucher's total_limit, at the last reconciliation."}, []string{"code"}),
 		warmed: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_warmups_total",
 			Help: "Flash vouchers loaded into Redis by the warm-up job."}),
 	}
-	reg.MustRegister(j.expired, j.released, j.putBack, j.drift, j.usesLeft, j.totalLimit, j.warmed)
+	reg.MustRegister(j.expired, j.released, j.putBack, j.drift, j.totalLimit, j.warmed)
 	return j
 }
 
@@ -139,7 +137,6 @@ func (j *Jobs) Reconcile(ctx context.Context, code string) ([]voucher.Reconcilia
 		j.released.Add(float64(len(r.Released)))
 		j.putBack.Add(float64(len(r.PutBack)))
 		j.drift.WithLabelValues(r.Code).Set(float64(r.Drift))
-		j.usesLeft.WithLabelValues(r.Code).Set(float64(r.RemainingAfter))
 		j.totalLimit.WithLabelValues(r.Code).Set(float64(r.TotalLimit))
 		if r.Loaded || r.Recounted || len(r.Released) > 0 || len(r.PutBack) > 0 {
 			j.log.Info("reconciled", "code", r.Code, "loaded", r.Loaded, "recounted", r.Recounted,

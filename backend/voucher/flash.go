@@ -30,11 +30,13 @@ func (s *Service) reserveFlash(ctx context.Context, v Voucher, h Hold) (Redempti
 		}
 		switch res.Outcome {
 		case GateReserved:
+			s.counts.usesLeft.WithLabelValues(v.Code).Set(float64(res.Remaining))
 			if res.Remaining == 0 {
 				s.notify.SoldOut(v.Code)
 			}
 			return s.writeWinner(ctx, v, h, holder)
 		case GateOutOfStock:
+			s.counts.usesLeft.WithLabelValues(v.Code).Set(0)
 			s.notify.SoldOut(v.Code)
 			return Redemption{}, ErrOutOfStock
 		case GateAtLimit:
@@ -184,8 +186,12 @@ func (s *Service) giveBack(ctx context.Context, code, orderID string, expect *Ho
 	if err != nil {
 		return false, err
 	}
-	if released && remaining == 1 {
+	if !released {
+		return false, nil
+	}
+	s.counts.usesLeft.WithLabelValues(code).Set(float64(remaining))
+	if remaining == 1 {
 		s.notify.BackInStock(code)
 	}
-	return released, nil
+	return true, nil
 }

@@ -142,6 +142,7 @@ func (s *Service) recount(ctx context.Context, v Voucher, rep *Reconciliation) e
 		return s.unavailable(err, "reconcile %s", v.Code)
 	}
 	rep.RemainingAfter = recount.After
+	s.counts.usesLeft.WithLabelValues(v.Code).Set(float64(max(recount.After, 0)))
 	rep.Recounted = recount.UsersFixed || recount.Before != recount.After
 	switch {
 	case rep.RemainingAfter <= 0:

@@ -1,0 +1,71 @@
+package voucher_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"vouchergate/backend/voucher"
+)
+
+// A flash sale's progress (vouchergate_voucher_uses_left) follows the sale as it goes, not
+// only at the next reconciliation: each take sets what Redis has left, a refusal for lack of
+// uses sets 0, a release gives one back, and a reconciliation sets what it recounted.
+func TestUsesLeftFollowsTheSale(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, voucher.Config{Metrics: reg}, nil)
+	ctx := context.Background()
+	v := e.createFlash(t, "PROGRESS", 3, 1)
+	usesLeft := func() float64 {
+		t.Helper()
+		n, err := testutil.GatherAndCount(reg, "vouchergate_voucher_uses_left")
+		if err != nil || n != 1 {
+			t.Fatalf("uses left: %d series, %v; want one", n, err)
+		}
+		families, _ := reg.Gather()
+		for _, f := range families {
+			if f.GetName() == "vouchergate_voucher_uses_left" {
+				return f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	reserve := func(order string) error {
+		_, err := e.svc.Reserve(ctx, voucher.Request{Code: v.Code, CustomerID: "c-" + order, OrderID: order, OrderAmount: 100})
+		return err
+	}
+
+	for i, order := range []string{"o1", "o2", "o3"} {
+		if err := reserve(order); err != nil {
+			t.Fatalf("reserve %s: %v", order, err)
+		}
+		if got, want := usesLeft(), float64(2-i); got != want {
+			t.Fatalf("after %d taken: uses left %v; want %v", i+1, got, want)
+		}
+	}
+	if err := reserve("o4"); !errors.Is(err, voucher.ErrOutOfStock) {
+		t.Fatalf("a fourth order: %v; want out of stock", err)
+	}
+	if got := usesLeft(); got != 0 {
+		t.Fatalf("sold out: uses left %v; want 0", got)
+	}
+	if _, err := e.svc.Release(ctx, v.Code, "o2"); err != nil {
+		t.Fatalf("release o2: %v", err)
+	}
+	if got := usesLeft(); got != 1 {
+		t.Fatalf("after a release: uses left %v; want 1", got)
+	}
+	if err := e.rdb.Set(ctx, e.keys(v.Code).Remaining, 0, 0).Err(); err != nil { // Redis drifted
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Reconcile(ctx, v.Code, voucher.ReconcileConfig{Grace: time.Minute}); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if got := usesLeft(); got != 1 {
+		t.Fatalf("after reconciliation recounted: uses left %v; want 1", got)
+	}
+}
