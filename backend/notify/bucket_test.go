@@ -2,6 +2,7 @@ package notify_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,8 +28,8 @@ func (f *fixed) Snapshot(context.Context, string) (notify.Snapshot, error) {
 }
 
 // publishOnce runs a notifier whose Reader reads snap for code, lets it publish once, and
-// reports whether it published the state on the voucher's subject.
-func publishOnce(t *testing.T, nc *nats.Conn, names events.Names, code string, snap notify.Snapshot) bool {
+// reports whether it published the state on the voucher's subject, and what it logged.
+func publishOnce(t *testing.T, nc *nats.Conn, names events.Names, code string, snap notify.Snapshot) (bool, string) {
 	t.Helper()
 	sub, err := nc.SubscribeSync(names.VoucherState(code))
 	if err != nil {
@@ -36,7 +37,8 @@ func publishOnce(t *testing.T, nc *nats.Conn, names events.Names, code string, s
 	}
 	defer sub.Unsubscribe()
 	r := &fixed{snap: snap, read: make(chan struct{})}
-	n, err := notify.New(nc, names, 1, r, time.Hour, testkit.QuietLog)
+	log, logged := testkit.CaptureLog()
+	n, err := notify.New(nc, names, 1, r, time.Hour, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func publishOnce(t *testing.T, nc *nats.Conn, names events.Names, code string, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(m.Data) != "marker"
+	return string(m.Data) != "marker", logged()
 }
 
 // What a notifier does with the state it read, by what the bucket holds already.
@@ -69,22 +71,25 @@ func TestBucketKeepsTheNewestVersion(t *testing.T) {
 	}
 	newer := encode(events.VoucherState{Code: code, Version: 20, At: time.Now().UTC()})
 	legacy := encode(events.VoucherState{Code: code, SoldOut: true, At: time.Now().UTC(), Holders: events.NewHolderFilter([]string{"L"})})
+	soldAt10 := encode(events.VoucherState{Code: code, SoldOut: true, Version: 10, At: time.Now().UTC(), Holders: events.NewHolderFilter([]string{"N"})})
 	for _, tc := range []struct {
 		name    string
 		held    []byte // the bucket's value before; nil: none
 		deleted bool   // the key was deleted after held was written
 		read    notify.Snapshot
 		written bool
+		turned  bool // logged at info: the voucher turned sold out or available
 	}{
-		{name: "no value yet", read: at(sold, 10), written: true},
-		{name: "a deleted value", held: newer, deleted: true, read: at(sold, 10), written: true},
-		{name: "an older version", held: encode(events.VoucherState{Code: code, Version: 9}), read: at(sold, 10), written: true},
-		{name: "the same version", held: encode(events.VoucherState{Code: code, Version: 10}), read: at(sold, 10), written: true},
+		{name: "no value yet", read: at(sold, 10), written: true, turned: true},
+		{name: "a deleted value", held: newer, deleted: true, read: at(sold, 10), written: true, turned: true},
+		{name: "an older version", held: encode(events.VoucherState{Code: code, Version: 9}), read: at(sold, 10), written: true, turned: true},
+		{name: "the same version", held: encode(events.VoucherState{Code: code, Version: 10}), read: at(sold, 10), written: true, turned: true},
+		{name: "the same state again", held: soldAt10, read: at(sold, 10), written: true, turned: false},
 		{name: "a newer version", held: newer, read: at(sold, 10), written: false},
-		{name: "a value from a backend before versions", held: legacy, read: at(sold, 10), written: true},
-		{name: "a value that does not decode", held: []byte("garbage"), read: at(sold, 10), written: true},
+		{name: "a value from a backend before versions", held: legacy, read: at(sold, 10), written: true, turned: false},
+		{name: "a value that does not decode", held: []byte("garbage"), read: at(sold, 10), written: true, turned: true},
 		{name: "unversioned read over a versioned value", held: newer, read: notify.Snapshot{Loaded: false}, written: false},
-		{name: "unversioned read over an unversioned value", held: legacy, read: notify.Snapshot{Loaded: false}, written: true},
+		{name: "unversioned read over an unversioned value", held: legacy, read: notify.Snapshot{Loaded: false}, written: true, turned: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nc := natsConn(t)
@@ -103,9 +108,12 @@ func TestBucketKeepsTheNewestVersion(t *testing.T) {
 				}
 			}
 
-			published := publishOnce(t, nc, names, code, tc.read)
+			published, logged := publishOnce(t, nc, names, code, tc.read)
 			if published != tc.written {
 				t.Errorf("published on the subject: %v; want %v", published, tc.written)
+			}
+			if told := strings.Contains(logged, "level=INFO msg=\"voucher"); told != tc.turned {
+				t.Errorf("logged a turn at info: %v; want %v (one line per turn, not per state written)\n%s", told, tc.turned, logged)
 			}
 			e, err := kv.Get(ctx, code)
 			switch {

@@ -189,7 +189,7 @@ func (n *Notifier) publish(code string) error {
 	if err != nil {
 		return err
 	}
-	written, err := put(ctx, kv, state, payload)
+	written, turned, err := put(ctx, kv, state, payload)
 	if err != nil {
 		n.kv = nil // NATS may have come back without its store: create the bucket again
 		return fmt.Errorf("put state of %s: %w", code, err)
@@ -198,10 +198,16 @@ func (n *Notifier) publish(code string) error {
 		if err := n.nc.Publish(n.names.VoucherState(code), payload); err != nil {
 			return fmt.Errorf("publish state of %s: %w", code, err)
 		}
+		// one line per turn (sold out, available again), not per state written: the same
+		// state is written again when its holders change or another backend tells it too
+		level := slog.LevelDebug
+		if turned {
+			level = slog.LevelInfo
+		}
 		if state.SoldOut {
-			n.log.Info("voucher sold out; edges told", "code", code, "version", state.Version)
+			n.log.Log(ctx, level, "voucher sold out; edges told", "code", code, "version", state.Version)
 		} else {
-			n.log.Info("voucher available; edges told", "code", code, "version", state.Version)
+			n.log.Log(ctx, level, "voucher available; edges told", "code", code, "version", state.Version)
 		}
 	} else {
 		n.log.Debug("voucher state older than the bucket's; dropped", "code", code, "version", state.Version)
@@ -213,10 +219,12 @@ func (n *Notifier) publish(code string) error {
 }
 
 // put writes s (encoded as payload) under its code unless the bucket holds a state of a higher
-// version, and reports whether it did. Each write names the revision it read (compare-and-set),
-// so a state another backend wrote meanwhile is read again, never overwritten unseen. An
-// unordered state (version 0) replaces only another one, or a value that does not decode.
-func put(ctx context.Context, kv jetstream.KeyValue, s events.VoucherState, payload []byte) (bool, error) {
+// version, and reports whether it did, and whether that turned the voucher sold out or
+// available (no state held before counts as a turn). Each write names the revision it read
+// (compare-and-set), so a state another backend wrote meanwhile is read again, never
+// overwritten unseen. An unordered state (version 0) replaces only another one, or a value that
+// does not decode.
+func put(ctx context.Context, kv jetstream.KeyValue, s events.VoucherState, payload []byte) (written, turned bool, err error) {
 	for {
 		e, err := kv.Get(ctx, s.Code)
 		if errors.Is(err, jetstream.ErrKeyNotFound) { // never written, or deleted
@@ -224,19 +232,20 @@ func put(ctx context.Context, kv jetstream.KeyValue, s events.VoucherState, payl
 			if errors.Is(err, jetstream.ErrKeyExists) {
 				continue // another backend created it first: compare with it
 			}
-			return err == nil, err
+			return err == nil, err == nil, err
 		}
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
-		if held, err := events.DecodeVersion(e.Value()); err == nil && s.Version < held {
-			return false, nil
+		held, decodeErr := events.DecodeHead(e.Value())
+		if decodeErr == nil && s.Version < held.Version {
+			return false, false, nil
 		}
 		_, err = kv.Update(ctx, s.Code, payload, e.Revision())
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			continue // written meanwhile: compare with that
 		}
-		return err == nil, err
+		return err == nil, err == nil && (decodeErr != nil || held.SoldOut != s.SoldOut), err
 	}
 }
 

@@ -74,16 +74,20 @@ func (s VoucherState) Stale(held uint64) bool { return s.Version != 0 && s.Versi
 // Encode returns the JSON payload of s.
 func (s VoucherState) Encode() ([]byte, error) { return json.Marshal(s) }
 
-// DecodeVersion reads only the version of a payload written by Encode (0 for one written
-// before versions), without decoding its holders.
-func DecodeVersion(b []byte) (uint64, error) {
-	var s struct {
-		Version uint64 `json:"version"`
+// Head is what a state says without its holders: its version and whether it is sold out.
+type Head struct {
+	Version uint64 `json:"version"`
+	SoldOut bool   `json:"soldOut"`
+}
+
+// DecodeHead reads only the version (0 for a state written before versions) and the sold-out
+// flag of a payload written by Encode, without decoding its holders.
+func DecodeHead(b []byte) (Head, error) {
+	var h Head
+	if err := json.Unmarshal(b, &h); err != nil {
+		return Head{}, fmt.Errorf("decode voucher state head: %w", err)
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return 0, fmt.Errorf("decode voucher state version: %w", err)
-	}
-	return s.Version, nil
+	return h, nil
 }
 
 // DecodeVoucherState parses a payload written by Encode.

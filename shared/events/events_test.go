@@ -17,8 +17,8 @@ func TestVersionOnTheWire(t *testing.T) {
 	if err != nil || got.Version != s.Version || !got.Holders.MayHold([]byte("o-1")) {
 		t.Fatalf("round trip: %+v %v", got, err)
 	}
-	if v, err := DecodeVersion(b); err != nil || v != s.Version {
-		t.Fatalf("DecodeVersion = %d, %v; want %d", v, err, s.Version)
+	if h, err := DecodeHead(b); err != nil || h.Version != s.Version || !h.SoldOut {
+		t.Fatalf("DecodeHead = %+v, %v; want version %d, sold out", h, err, s.Version)
 	}
 
 	// A backend from before versions writes none: the state is unordered.
@@ -26,8 +26,8 @@ func TestVersionOnTheWire(t *testing.T) {
 	if got, err := DecodeVoucherState(legacy); err != nil || got.Version != 0 {
 		t.Fatalf("state without a version: %+v %v; want version 0", got, err)
 	}
-	if v, err := DecodeVersion(legacy); err != nil || v != 0 {
-		t.Fatalf("DecodeVersion of a state without one = %d, %v; want 0", v, err)
+	if h, err := DecodeHead(legacy); err != nil || h.Version != 0 || h.SoldOut {
+		t.Fatalf("DecodeHead of a state without a version = %+v, %v; want version 0, available", h, err)
 	}
 	// And an edge from before versions reads a versioned state: encoding/json skips the field.
 	var old struct {
@@ -57,8 +57,9 @@ func TestStale(t *testing.T) {
 	}
 }
 
-// DecodeVersion must read the version DecodeVoucherState reads, from any payload that decodes.
-func FuzzDecodeVersion(f *testing.F) {
+// DecodeHead must read the version and sold-out flag DecodeVoucherState reads, from any payload
+// that decodes.
+func FuzzDecodeHead(f *testing.F) {
 	for _, s := range []string{
 		`{"code":"V","soldOut":false,"at":"2026-12-02T10:00:00Z"}`,
 		`{"code":"V","soldOut":false,"at":"2026-12-02T10:00:00Z","version":17}`,
@@ -66,6 +67,7 @@ func FuzzDecodeVersion(f *testing.F) {
 		`{"code":"V","version":-1}`,
 		`{"code":"V","version":1.5}`,
 		`{"code":"V","Version":3,"version":4}`,
+		`{"code":"V","soldOut":true,"SOLDOUT":false,"holders":{"n":1}}`,
 		`not json`,
 	} {
 		f.Add([]byte(s))
@@ -73,11 +75,11 @@ func FuzzDecodeVersion(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := DecodeVoucherState(b)
 		if err != nil {
-			return // DecodeVersion may still read a version from a state the edge cannot use
+			return // DecodeHead may still read a head from a state the edge cannot use
 		}
-		v, err := DecodeVersion(b)
-		if err != nil || v != s.Version {
-			t.Fatalf("DecodeVersion(%q) = %d, %v; DecodeVoucherState read %d", b, v, err, s.Version)
+		h, err := DecodeHead(b)
+		if err != nil || h.Version != s.Version || h.SoldOut != s.SoldOut {
+			t.Fatalf("DecodeHead(%q) = %+v, %v; DecodeVoucherState read version %d, sold out %v", b, h, err, s.Version, s.SoldOut)
 		}
 	})
 }
