@@ -39,8 +39,11 @@ backend_pid='' edge_pid=''
 # first failing process's status.
 stop() {
   local status=$1 pid s
-  # a second Ctrl-C (or SIGTERM) while they drain: stop them at once, not leave them running
-  trap 'kill -KILL $edge_pid $backend_pid 2>/dev/null' INT TERM
+  # A second Ctrl-C while they drain stops them at once (they run in sessions of their own: a
+  # signal to this script's group no longer reaches them). A second SIGTERM is ignored: make
+  # passes on the SIGTERM its group got, so this script hears one twice.
+  trap 'kill -KILL $edge_pid $backend_pid 2>/dev/null' INT
+  trap '' TERM
   trap - EXIT
   for pid in $edge_pid $backend_pid; do
     kill -TERM "$pid" 2>/dev/null || true
