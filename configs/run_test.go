@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"vouchergate/backend/backendtest"
+	"vouchergate/shared/config"
 	"vouchergate/testkit"
 )
 
@@ -31,7 +32,7 @@ func TestMakeRunScriptServesAndStopsOnCtrlC(t *testing.T) {
 	cfg := backendtest.Config(t)
 	backendtest.DeleteBucketWhenDone(t, cfg)
 	backendAddr, edgeAddr, opsAddr := freeAddr(t), freeAddr(t), freeAddr(t)
-	env := append(testkit.EnvironWithoutVG(),
+	env := append(config.EnvironWithoutVG(),
 		"VG_BACKEND_ADDR="+backendAddr, "VG_EDGE_ADDR="+edgeAddr, "VG_EDGE_OPS_ADDR="+opsAddr,
 		"VG_DATABASE_URL="+cfg.DatabaseURL, "VG_REDIS_URL="+cfg.RedisURL, "VG_REDIS_PREFIX="+cfg.RedisPrefix,
 		"VG_NATS_URL="+cfg.NATSURL, "VG_NATS_PREFIX="+cfg.NATSPrefix,

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"vouchergate/shared/config"
-	"vouchergate/testkit"
 )
 
 // Process is the backend command (or the edge: StartEdgeProcess) running as a child process on
@@ -42,7 +41,7 @@ type Process struct {
 func StartProcess(t testing.TB, cfg config.Backend, extra ...string) *Process {
 	t.Helper()
 	addr := freeAddr(t)
-	env := append(testkit.EnvironWithoutVG(),
+	env := append(config.EnvironWithoutVG(),
 		"VG_BACKEND_ADDR="+addr,
 		"VG_DATABASE_URL="+cfg.DatabaseURL,
 		"VG_REDIS_URL="+cfg.RedisURL,
@@ -70,7 +69,7 @@ func StartProcess(t testing.TB, cfg config.Backend, extra ...string) *Process {
 func StartEdgeProcess(t testing.TB, cfg config.Backend, backends string, extra ...string) *Process {
 	t.Helper()
 	addr := freeAddr(t)
-	env := append(testkit.EnvironWithoutVG(),
+	env := append(config.EnvironWithoutVG(),
 		"VG_EDGE_ADDR="+addr, "VG_EDGE_BACKENDS="+backends,
 		"VG_NATS_URL="+cfg.NATSURL, "VG_NATS_PREFIX="+cfg.NATSPrefix,
 		"VG_NATS_REPLICAS="+strconv.Itoa(max(1, cfg.NATSReplicas)),

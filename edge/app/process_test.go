@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"vouchergate/backend/backendtest"
+	"vouchergate/shared/config"
 	"vouchergate/testkit"
 )
 
@@ -39,7 +40,7 @@ func startEdgeProcess(t *testing.T, env ...string) *edgeProcess {
 		"VG_NATS_PREFIX=" + testkit.NATSPrefix(), "VG_EDGE_OPS_ADDR=off", "VG_EDGE_SYNC_WAIT=0s",
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(append(testkit.EnvironWithoutVG(), base...), env...)
+	cmd.Env = append(append(config.EnvironWithoutVG(), base...), env...)
 	logPath := filepath.Join(t.TempDir(), "edge.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {

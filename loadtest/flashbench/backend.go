@@ -97,18 +97,6 @@ func StartBackend(ctx context.Context, srv Servers, binary string) (b *Backend, 
 	return b, b.waitReady(ctx, "http://"+b.Addr+"/healthz", 30*time.Second)
 }
 
-// environWithoutVG is this process's environment less every VG_ setting (the Makefile exports
-// some), so the backend runs with the benchmark's settings and the defaults alone.
-func environWithoutVG() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "VG_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
 func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

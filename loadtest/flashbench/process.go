@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+	"vouchergate/shared/config"
 )
 
 // process is one of this repository's commands (the backend, the edge) run as a child for a
@@ -51,7 +52,7 @@ func (p *process) start(binary string, env ...string) error {
 	}
 	defer logf.Close()
 	p.cmd = exec.Command(binary)
-	p.cmd.Env = append(environWithoutVG(), env...)
+	p.cmd.Env = append(config.EnvironWithoutVG(), env...) // the Makefile exports some VG_ settings
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", binary, err)

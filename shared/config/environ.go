@@ -1,4 +1,4 @@
-package testkit
+package config
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 )
 
 // EnvironWithoutVG is this process's environment without its VG_ settings: what a command a
-// test starts inherits, before the test's own settings.
+// test or the load tool starts inherits, before the settings it is given.
 func EnvironWithoutVG() []string {
 	var env []string
 	for _, kv := range os.Environ() {
