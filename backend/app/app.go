@@ -114,7 +114,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	a.Vouchers = voucher.NewService(a.Store, a.Gate, a.notifier, vcfg)
 	a.Jobs = jobs.New(a.Vouchers, jobs.Settings{
 		ExpireEvery: cfg.ExpireEvery, ReconcileEvery: cfg.ReconcileEvery,
-		WarmupEvery: cfg.WarmupEvery, WarmupAhead: cfg.WarmupAhead,
+		WarmupEvery: cfg.WarmupEvery, WarmupAhead: cfg.WarmupAhead, ForgetAfter: cfg.FlashKeysKeep,
 		Reconcile: voucher.ReconcileConfig{Grace: cfg.ReconcileGrace, DriftAlert: cfg.DriftAlert},
 	}, a.Metrics, a.log)
 	if a.Quotas, err = quota.New(ctx, qcfg); err != nil {

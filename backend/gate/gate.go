@@ -179,6 +179,16 @@ func (g *Gate) Remaining(ctx context.Context, code string) (int64, bool, error) 
 	return n, true, nil
 }
 
+// Forget deletes the voucher's keys (one hash slot: one call, on a cluster too), and reports
+// whether it had any.
+func (g *Gate) Forget(ctx context.Context, code string) (bool, error) {
+	n, err := g.rdb.Del(ctx, g.keys(code).List()...).Result()
+	if err != nil {
+		return false, fmt.Errorf("gate forget %s: %w", code, err)
+	}
+	return n > 0, nil
+}
+
 // Orders lists the orderIds holding a use.
 func (g *Gate) Orders(ctx context.Context, code string) ([]string, error) {
 	ids, err := g.rdb.HKeys(ctx, g.keys(code).Orders).Result()

@@ -25,10 +25,11 @@ const (
 
 // The jobs' metrics, as metrics names them.
 const (
-	expired  = "vouchergate_holds_expired_total"
-	released = "vouchergate_reconcile_released_total"
-	putBack  = "vouchergate_reconcile_put_back_total"
-	warmed   = "vouchergate_warmups_total"
+	expired   = "vouchergate_holds_expired_total"
+	released  = "vouchergate_reconcile_released_total"
+	putBack   = "vouchergate_reconcile_put_back_total"
+	warmed    = "vouchergate_warmups_total"
+	forgotten = "vouchergate_flash_vouchers_forgotten_total"
 )
 
 // drift names the drift gauge of one voucher, as metrics names it.
@@ -148,7 +149,7 @@ func (e *env) metrics(t *testing.T) map[string]float64 {
 // leaves out is to be 0.
 func (e *env) checkMetrics(t *testing.T, want map[string]float64) {
 	t.Helper()
-	full := map[string]float64{expired: 0, released: 0, putBack: 0, warmed: 0}
+	full := map[string]float64{expired: 0, released: 0, putBack: 0, warmed: 0, forgotten: 0}
 	for name, v := range want {
 		full[name] = v
 	}
@@ -252,6 +253,19 @@ func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
 	l.records = append(l.records, r.Clone())
 	l.mu.Unlock()
 	return nil
+}
+
+// count returns how many records of level were logged with message msg.
+func (l *logRecorder) count(level slog.Level, msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.records {
+		if r.Level == level && r.Message == msg {
+			n++
+		}
+	}
+	return n
 }
 
 // warnings returns the attributes, as text, of every warning logged with message msg.

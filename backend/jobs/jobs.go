@@ -21,7 +21,14 @@ type Settings struct {
 	WarmupEvery    time.Duration
 	WarmupAhead    time.Duration
 	Reconcile      voucher.ReconcileConfig
+	// ForgetAfter is how long after a flash voucher ends its Redis keys are deleted, by a job
+	// run every forgetEvery; zero keeps them.
+	ForgetAfter time.Duration
 }
+
+// forgetEvery is how often the forget job runs: a voucher is due once, for a week (voucher
+// ForgetEnded), so an hour's lateness costs nothing.
+const forgetEvery = time.Hour
 
 // Jobs runs the periodic work of one backend. Several backends may run it at once.
 type Jobs struct {
@@ -36,6 +43,7 @@ type Jobs struct {
 	// a flash sale's limit, at the last reconciliation (its uses left: the voucher service's)
 	totalLimit *prometheus.GaugeVec
 	warmed     prometheus.Counter
+	forgotten  prometheus.Counter
 }
 
 // New returns the jobs of a service, with their metrics registered in reg.
@@ -53,8 +61,10 @@ func New(vouchers *voucher.Service, set Settings, reg prometheus.Registerer, log
 			Help: "A flash voucher's total_limit, at the last reconciliation."}, []string{"code"}),
 		warmed: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_warmups_total",
 			Help: "Flash vouchers loaded into Redis by the warm-up job."}),
+		forgotten: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_flash_vouchers_forgotten_total",
+			Help: "Ended flash vouchers whose Redis keys the forget job deleted (VG_FLASH_KEYS_KEEP after their end)."}),
 	}
-	reg.MustRegister(j.expired, j.released, j.putBack, j.drift, j.totalLimit, j.warmed)
+	reg.MustRegister(j.expired, j.released, j.putBack, j.drift, j.totalLimit, j.warmed, j.forgotten)
 	return j
 }
 
@@ -62,6 +72,10 @@ func New(vouchers *voucher.Service, set Settings, reg prometheus.Registerer, log
 // once. The channel it returns is closed when every one of those goroutines has returned, so a
 // caller (a test, or a shutdown that closes the stores) can know no run is left.
 func (j *Jobs) Run(ctx context.Context) <-chan struct{} {
+	var forget time.Duration // off
+	if j.settings.ForgetAfter > 0 {
+		forget = forgetEvery
+	}
 	runs := []struct {
 		interval time.Duration
 		run      func(context.Context)
@@ -69,6 +83,7 @@ func (j *Jobs) Run(ctx context.Context) <-chan struct{} {
 		{j.settings.ExpireEvery, func(ctx context.Context) { _, _ = j.Expire(ctx) }},
 		{j.settings.ReconcileEvery, func(ctx context.Context) { _, _ = j.Reconcile(ctx, "") }},
 		{j.settings.WarmupEvery, func(ctx context.Context) { _, _ = j.Warmup(ctx) }},
+		{forget, func(ctx context.Context) { _, _ = j.Forget(ctx) }},
 	}
 	var wg sync.WaitGroup
 	for _, r := range runs {
@@ -147,6 +162,21 @@ func (j *Jobs) Reconcile(ctx context.Context, code string) ([]voucher.Reconcilia
 		j.log.Warn("reconcile", "err", err)
 	}
 	return reports, err
+}
+
+// Forget deletes from Redis the flash vouchers that ended ForgetAfter ago (none when it is 0).
+func (j *Jobs) Forget(ctx context.Context) (int, error) {
+	if j.settings.ForgetAfter <= 0 {
+		return 0, nil
+	}
+	n, err := j.vouchers.ForgetEnded(ctx, j.settings.ForgetAfter)
+	j.forgotten.Add(float64(n))
+	if err != nil {
+		j.log.Warn("forget ended flash vouchers", "forgotten", n, "err", err)
+	} else if n > 0 {
+		j.log.Info("ended flash vouchers deleted from redis", "forgotten", n, "endedBefore", j.settings.ForgetAfter)
+	}
+	return n, err
 }
 
 // Warmup loads the flash vouchers opening soon now.

@@ -3,11 +3,13 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"vouchergate/backend/jobs"
@@ -245,6 +247,36 @@ func TestWarmupReturnsAndCountsLoadedVouchers(t *testing.T) {
 		if _, loaded, err := e.backend.App.Gate.Remaining(ctx, code); !loaded || err != nil {
 			t.Errorf("%s not loaded (%v)", code, err)
 		}
+	}
+}
+
+// The forget job deletes from Redis the flash vouchers that ended ForgetAfter ago, counts them
+// and says so in one line; with ForgetAfter 0 it deletes nothing.
+func TestForgetReturnsAndCountsForgottenVouchers(t *testing.T) {
+	const keep = 48 * time.Hour
+	e := newEnv(t, jobs.Settings{ForgetAfter: keep})
+	ctx := context.Background()
+	e.createVoucher(t, "PAST", 5, true, e.clock.Now().Add(-time.Hour)) // ends in 23 hours
+	if err := e.svc.Warm(ctx, "PAST"); err != nil {
+		t.Fatal(err)
+	}
+	off := jobs.New(e.svc, jobs.Settings{}, prometheus.NewRegistry(), testkit.QuietLog)
+	forget := func(j *jobs.Jobs, want int, what string) {
+		t.Helper()
+		if n, err := j.Forget(ctx); n != want || err != nil {
+			t.Errorf("forget %s: %d (%v); want %d", what, n, err, want)
+		}
+	}
+	forget(e.jobs, 0, "while PAST is open")
+	e.clock.Advance(23*time.Hour + keep + time.Minute)
+	forget(off, 0, "with ForgetAfter 0")
+	forget(e.jobs, 1, "once PAST ended ForgetAfter ago")
+	e.checkMetrics(t, map[string]float64{forgotten: 1})
+	if _, loaded, err := e.backend.App.Gate.Remaining(ctx, "PAST"); loaded || err != nil {
+		t.Errorf("PAST still loaded (%v)", err)
+	}
+	if n := e.log.count(slog.LevelInfo, "ended flash vouchers deleted from redis"); n != 1 {
+		t.Errorf("the job said what it deleted in %d info lines; want 1", n)
 	}
 }
 

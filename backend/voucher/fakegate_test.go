@@ -171,6 +171,17 @@ func (g *fakeGate) Remaining(ctx context.Context, code string) (int64, bool, err
 	return 0, false, nil
 }
 
+func (g *fakeGate) Forget(ctx context.Context, code string) (bool, error) {
+	if err := g.enter("Forget", ""); err != nil {
+		return false, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, loaded := g.vouchers[code]
+	delete(g.vouchers, code)
+	return loaded, nil
+}
+
 func (g *fakeGate) Orders(ctx context.Context, code string) ([]string, error) {
 	holders, err := g.Holders(ctx, code)
 	if err != nil {

@@ -126,6 +126,9 @@ type Gate interface {
 	PutBack(ctx context.Context, r Redemption) (bool, error)
 	// Recount restores remaining + held orders = total_limit and the per-customer counts.
 	Recount(ctx context.Context, v Voucher) (Recount, error)
+	// Forget deletes the voucher from the gate; false if it was not loaded. Only for a voucher
+	// over long enough that no hold or write of it can be left: a call after it loads it anew.
+	Forget(ctx context.Context, code string) (bool, error)
 }
 
 // Recount is what Gate.Recount found: uses left before and after, and whether the

@@ -38,6 +38,7 @@ type Backend struct {
 	DriftAlert        int64         `env:"VG_DRIFT_ALERT" envDefault:"0"`
 	WarmupEvery       time.Duration `env:"VG_WARMUP_EVERY" envDefault:"30s"`
 	WarmupAhead       time.Duration `env:"VG_WARMUP_AHEAD" envDefault:"10m"`
+	FlashKeysKeep     time.Duration `env:"VG_FLASH_KEYS_KEEP" envDefault:"168h"` // after a flash voucher ends; 0: for good
 	QuotaIdemTTL      time.Duration `env:"VG_QUOTA_IDEM_TTL" envDefault:"168h"`
 	QuotaRefreshEvery time.Duration `env:"VG_QUOTA_REFRESH_EVERY" envDefault:"10s"`
 	ShutdownGrace     time.Duration `env:"VG_SHUTDOWN_GRACE" envDefault:"10s"` // how long requests in flight may finish after SIGTERM
@@ -59,6 +60,10 @@ func LoadBackend() (Backend, error) {
 	}
 	return c, c.Check()
 }
+
+// minFlashKeysKeep is the least VG_FLASH_KEYS_KEEP, less VG_HOLD_TTL: reconciliation reads a
+// flash voucher in Redis for a day after it ends (voucher.ReconcileAll).
+const minFlashKeysKeep = 25 * time.Hour
 
 // Check reports the first setting that cannot work, naming its variable.
 func (c Backend) Check() error {
@@ -86,6 +91,9 @@ func (c Backend) Check() error {
 		return fmt.Errorf("VG_SHUTDOWN_GRACE is %v; expected a positive duration such as 10s", c.ShutdownGrace)
 	case c.APIKeysPoll < 0:
 		return fmt.Errorf("VG_API_KEYS_POLL is %v; expected 0 (off: reload on SIGHUP only) or a positive duration such as 1s", c.APIKeysPoll)
+	case c.FlashKeysKeep != 0 && c.FlashKeysKeep < minFlashKeysKeep+c.HoldTTL:
+		return fmt.Errorf("VG_FLASH_KEYS_KEEP is %v; expected 0 (keep for good) or at least %v plus VG_HOLD_TTL (%v), such as 168h: reconciliation keeps a voucher a day after its end",
+			c.FlashKeysKeep, minFlashKeysKeep, c.HoldTTL)
 	case c.QuotaRefreshEvery <= 0:
 		return fmt.Errorf("VG_QUOTA_REFRESH_EVERY is %v; expected a positive duration such as 10s", c.QuotaRefreshEvery)
 	case c.MaxHeaderBytes < minHeaderBytes:
