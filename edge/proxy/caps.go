@@ -14,10 +14,8 @@ import (
 )
 
 // Caps bound the client connections the edge holds open (issue 12). They are counted by the
-// edge's listener (ClientListener), not by fasthttp's Concurrency and MaxConnsPerIP: fasthttp
-// refuses with a plain-text answer and hands ConnState a wrapper of its own, where the
-// listener answers JSON like every other refusal and leaves the connection the server sees
-// its own.
+// edge's listener (ClientListener), not by fasthttp's Concurrency and MaxConnsPerIP, which
+// refuse with a plain-text answer: the listener answers JSON like every other refusal.
 type Caps struct {
 	MaxConns      int // open client connections in all; 0: no cap
 	MaxConnsPerIP int // open connections from one client address; 0: no cap
