@@ -14,18 +14,22 @@ import (
 // CutProxy forwards TCP connections on 127.0.0.1 to PostgreSQL and, once armed, cuts the
 // connection that sends a given byte pattern once the server has answered it in full, so the
 // answer never comes back. Armed with "commit", it leaves a client not knowing whether its
-// transaction committed (the server did commit it). A client must send its statements' text
-// each time for the pattern to be seen: pgx's default_query_exec_mode=exec in its URL.
+// transaction committed (the server did commit it). Armed with TerminateAfterOnce, it passes
+// the answer on but for its closing ReadyForQuery, in whose place it sends the FATAL 57P01 of a
+// server terminating the connection (pg_terminate_backend, a fast shutdown): a COMMIT
+// acknowledged, then an error. A client must send its statements' text each time for the
+// pattern to be seen: pgx's default_query_exec_mode=exec in its URL.
 type CutProxy struct {
 	Addr   string // host:port to dial instead of the server
 	target string
 	ln     net.Listener
 
-	mu      sync.Mutex
-	pattern []byte // nil: forward everything
-	cuts    int
-	conns   map[net.Conn]bool
-	settled chan struct{} // closed once the server has answered the cut message
+	mu        sync.Mutex
+	pattern   []byte // nil: forward everything
+	terminate bool   // the armed cut answers with a FATAL 57P01 instead of silence
+	cuts      int
+	conns     map[net.Conn]bool
+	settled   chan struct{} // closed once the server has answered the cut message
 }
 
 // StartCutProxy listens on a free 127.0.0.1 port, forwarding to target, until the test ends.
@@ -57,9 +61,16 @@ func (p *CutProxy) URL(dbURL string) string {
 
 // CutOnce arms the proxy: the next message from a client that contains pattern reaches the
 // server, then that client's connection is closed.
-func (p *CutProxy) CutOnce(pattern string) {
+func (p *CutProxy) CutOnce(pattern string) { p.arm(pattern, false) }
+
+// TerminateAfterOnce arms the proxy: the server's answer to the next message from a client
+// that contains pattern reaches the client, all but its ReadyForQuery, which is replaced by a
+// FATAL 57P01 ErrorResponse; then that client's connection is closed.
+func (p *CutProxy) TerminateAfterOnce(pattern string) { p.arm(pattern, true) }
+
+func (p *CutProxy) arm(pattern string, terminate bool) {
 	p.mu.Lock()
-	p.pattern = []byte(pattern)
+	p.pattern, p.terminate = []byte(pattern), terminate
 	p.settled = make(chan struct{})
 	p.mu.Unlock()
 }
@@ -93,7 +104,7 @@ func (p *CutProxy) accept() {
 		p.mu.Lock()
 		p.conns[client], p.conns[server] = true, true
 		p.mu.Unlock()
-		var cut atomic.Bool
+		var cut atomic.Int32 // cutSilently or cutTerminate once armed
 		go p.answer(client, server, &cut)
 		go p.forward(client, server, &cut)
 	}
@@ -101,7 +112,7 @@ func (p *CutProxy) accept() {
 
 // forward copies the client's bytes to the server, and marks the connection cut once the armed
 // pattern has passed; the client may go on sending the rest of its message.
-func (p *CutProxy) forward(client, server net.Conn, cut *atomic.Bool) {
+func (p *CutProxy) forward(client, server net.Conn, cut *atomic.Int32) {
 	defer server.Close()
 	buf := make([]byte, 64<<10)
 	var tail []byte // the end of the bytes before, so a pattern split between two reads is seen
@@ -110,8 +121,8 @@ func (p *CutProxy) forward(client, server net.Conn, cut *atomic.Bool) {
 		if n > 0 {
 			// Marked before the bytes go on: the server's answer must not reach the client first.
 			seen := append(tail, buf[:n]...)
-			if p.armedFor(seen) {
-				cut.Store(true)
+			if how := p.armedFor(seen); how != 0 {
+				cut.Store(how)
 			}
 			tail = append(tail[:0], seen[max(0, len(seen)-64):]...)
 			if _, werr := server.Write(buf[:n]); werr != nil {
@@ -124,20 +135,35 @@ func (p *CutProxy) forward(client, server net.Conn, cut *atomic.Bool) {
 	}
 }
 
+// How an armed connection is cut.
+const (
+	cutSilently  = 1 // the answer is dropped
+	cutTerminate = 2 // the answer goes on, its ReadyForQuery replaced by a FATAL 57P01
+)
+
 // answer copies the server's bytes to the client until the connection is cut. From then on it
-// reads the server's answer to the cut message without passing it on, and once that answer is
-// complete (PostgreSQL's ReadyForQuery: COMMIT done, or a pipeline run up to its Sync) it drops
-// the client's connection and closes Settled.
-func (p *CutProxy) answer(client, server net.Conn, cut *atomic.Bool) {
+// reads the server's answer to the cut message (passing on its messages but the last when
+// terminating, none otherwise), and once that answer is complete (PostgreSQL's ReadyForQuery:
+// COMMIT done, or a pipeline run up to its Sync) it drops the client's connection and closes
+// Settled.
+func (p *CutProxy) answer(client, server net.Conn, cut *atomic.Int32) {
 	defer client.Close()
 	buf := make([]byte, 64<<10)
-	var dropped []byte
+	var held []byte // the answer's bytes not yet passed on, from a message boundary
 	for {
 		n, err := server.Read(buf)
-		switch {
-		case n > 0 && cut.Load():
-			dropped = append(dropped, buf[:n]...)
-			if readyForQuery(dropped) {
+		switch how := cut.Load(); {
+		case n > 0 && how != 0:
+			held = append(held, buf[:n]...)
+			done, pass := readyForQuery(held)
+			if how == cutTerminate {
+				_, _ = client.Write(held[:pass])
+				held = held[pass:]
+			}
+			if done {
+				if how == cutTerminate {
+					_, _ = client.Write(terminatedByAdmin)
+				}
 				client.Close()
 				p.mu.Lock()
 				close(p.settled)
@@ -155,31 +181,44 @@ func (p *CutProxy) answer(client, server net.Conn, cut *atomic.Bool) {
 	}
 }
 
+// terminatedByAdmin is the ErrorResponse PostgreSQL sends before it closes a connection that
+// pg_terminate_backend or a fast shutdown ended.
+var terminatedByAdmin = func() []byte {
+	fields := "SFATAL\x00VFATAL\x00C57P01\x00Mterminating connection due to administrator command\x00\x00"
+	msg := binary.BigEndian.AppendUint32([]byte{'E'}, uint32(4+len(fields)))
+	return append(msg, fields...)
+}()
+
 // readyForQuery reports whether stream, PostgreSQL backend messages from a message boundary,
-// holds a complete ReadyForQuery ('Z').
-func readyForQuery(stream []byte) bool {
-	for len(stream) >= 5 {
-		size := int(binary.BigEndian.Uint32(stream[1:5]))
-		if len(stream) < 1+size {
-			return false
+// holds a complete ReadyForQuery ('Z'), and how many bytes of whole messages come before it
+// (before the first incomplete message if it holds none).
+func readyForQuery(stream []byte) (found bool, before int) {
+	for len(stream)-before >= 5 {
+		size := int(binary.BigEndian.Uint32(stream[before+1 : before+5]))
+		if len(stream)-before < 1+size {
+			return false, before
 		}
-		if stream[0] == 'Z' {
-			return true
+		if stream[before] == 'Z' {
+			return true, before
 		}
-		stream = stream[1+size:]
+		before += 1 + size
 	}
-	return false
+	return false, before
 }
 
-func (p *CutProxy) armedFor(data []byte) bool {
+// armedFor reports how data's connection is to be cut (0: not at all), disarming the proxy.
+func (p *CutProxy) armedFor(data []byte) int32 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.pattern == nil || !bytes.Contains(bytes.ToLower(data), p.pattern) {
-		return false
+		return 0
 	}
 	p.pattern = nil
 	p.cuts++
-	return true
+	if p.terminate {
+		return cutTerminate
+	}
+	return cutSilently
 }
 
 func (p *CutProxy) close() {

@@ -24,7 +24,8 @@ const lockVoucherSQL = `SELECT 1 FROM vouchers WHERE code = $1 FOR NO KEY UPDATE
 // database still guards every row: the unique order and active-slot indexes skip (ON CONFLICT
 // DO NOTHING) an order already written or a slot another hold of this batch took; used_within_limit
 // and slot_within_limit refuse the whole statement should anything pass a limit. It returns the
-// voucher after the write and the written orders.
+// voucher after the write and the rows it wrote as (order, customer) pairs, both arrays from one
+// aggregation so they pair up.
 const writeBatchSQL = `WITH v AS (
 		SELECT code, per_user_limit, starts_at, ends_at, greatest(total_limit - used_count, 0) AS uses_left
 		FROM vouchers WHERE code = $1),
@@ -43,18 +44,23 @@ const writeBatchSQL = `WITH v AS (
 		ORDER BY r.i
 		LIMIT (SELECT uses_left FROM v)
 		ON CONFLICT DO NOTHING
-		RETURNING order_id),
+		RETURNING order_id, customer_id),
 	took AS (
 		UPDATE vouchers SET used_count = used_count + (SELECT count(*) FROM ins) WHERE code = $1
-		RETURNING used_count, total_limit)
-	SELECT took.used_count, took.total_limit, v.starts_at, v.ends_at,
-		coalesce((SELECT array_agg(order_id) FROM ins), '{}')
-	FROM took CROSS JOIN v`
+		RETURNING used_count, total_limit),
+	rows AS (SELECT coalesce(array_agg(order_id), '{}') AS orders, coalesce(array_agg(customer_id), '{}') AS customers FROM ins)
+	SELECT took.used_count, took.total_limit, v.starts_at, v.ends_at, rows.orders, rows.customers
+	FROM took CROSS JOIN v CROSS JOIN rows`
 
 // ReserveMany writes the holds of one voucher in one transaction, sent in one round trip: lock
 // the voucher row, then insert the holds Reserve would grant and add their count to used_count
 // in one statement (writeBatchSQL), then COMMIT. Nothing is decided between the lock and the
 // commit but by the server, so the row lock is held only while the server works.
+//
+// A hold is answered as written only when its own row is: the statement carries each orderId
+// once (a later hold with an orderId already in the batch waits for the one-by-one pass below),
+// and a written row is matched to its hold by order and customer. So two customers sending one
+// orderId never share a row, nor one customer get two answers from one row.
 //
 // A hold the statement did not write (outside the period, no use or slot left, its order
 // taken, its slot taken by a neighbour in the batch) gets the answer Reserve would give it
@@ -63,15 +69,21 @@ const writeBatchSQL = `WITH v AS (
 // gate already decided, that is rare.
 //
 // An error concerns the whole batch: ErrVoucherNotFound, or a failure that wraps ErrNotWritten
-// when nothing can have been committed (nothing sent, or a statement the server refused, after
-// which it skips COMMIT); otherwise every hold's outcome is unknown. Should the server refuse
-// the statement (a guard caught what it did not foresee), the holds are written one by one
-// through Reserve.
+// when nothing can have been committed (nothing sent, or a statement before COMMIT the server
+// refused); otherwise every hold's outcome is unknown. Should the server refuse the statement
+// (a guard caught what it did not foresee), the holds are written one by one through Reserve.
 func (s *Store) ReserveMany(ctx context.Context, code string, holds []voucher.Hold) ([]voucher.Written, error) {
 	out := make([]voucher.Written, len(holds))
-	after, err := s.writeBatch(ctx, code, holds)
+	repeated := repeatedOrders(holds)
+	send := make([]voucher.Hold, 0, len(holds))
+	for i, h := range holds {
+		if !repeated[i] {
+			send = append(send, h)
+		}
+	}
+	after, err := s.writeBatch(ctx, code, send)
 	var pg *pgconn.PgError
-	if len(holds) > 1 && errors.As(err, &pg) && pg.Code != queryCanceled {
+	if len(holds) > 1 && errors.Is(err, voucher.ErrNotWritten) && errors.As(err, &pg) && pg.Code != queryCanceled {
 		s.writeEach(ctx, out, holds, func(int) bool { return true }, err)
 		return out, nil
 	}
@@ -80,9 +92,10 @@ func (s *Store) ReserveMany(ctx context.Context, code string, holds []voucher.Ho
 	}
 	for i, h := range holds {
 		switch {
-		case after.written[h.OrderID]:
+		case repeated[i]:
+			out[i].Err = errNotInBatch // written alone after the batch, which had its orderId
+		case after.written[rowKey{h.OrderID, h.CustomerID}]:
 			out[i].Redemption = redemptionOf(code, h)
-			delete(after.written, h.OrderID) // the same order again later in the batch was not written
 		case after.used >= after.total:
 			// Reserve would now find no use to take, whatever else is wrong with the hold, and
 			// tell why as whyNoUse does; the crowd that arrives with the last use is answered
@@ -99,6 +112,18 @@ func (s *Store) ReserveMany(ctx context.Context, code string, holds []voucher.Ho
 	return out, nil
 }
 
+// repeatedOrders tells, for each hold, whether an earlier hold of the batch has its orderId: the
+// batch's statement carries each orderId once, so that a row it wrote is one hold's.
+func repeatedOrders(holds []voucher.Hold) []bool {
+	seen := make(map[string]bool, len(holds))
+	repeated := make([]bool, len(holds))
+	for i, h := range holds {
+		repeated[i] = seen[h.OrderID]
+		seen[h.OrderID] = true
+	}
+	return repeated
+}
+
 // errNotInBatch marks, for a moment, a hold the batch's statement did not write.
 var errNotInBatch = errors.New("not written by the batch")
 
@@ -106,17 +131,23 @@ var errNotInBatch = errors.New("not written by the batch")
 // whole; writing it again one by one would only take longer.
 const queryCanceled = "57014"
 
-// batchWritten is what writeBatchSQL returns: the voucher after the batch, and the orders it wrote.
+// rowKey names a redemption the batch wrote: its order and its customer.
+type rowKey struct{ order, customer string }
+
+// batchWritten is what writeBatchSQL returns: the voucher after the batch, and the rows it wrote.
 type batchWritten struct {
 	used, total  int
 	starts, ends time.Time
-	written      map[string]bool
+	written      map[rowKey]bool
 }
 
 // writeBatch sends BEGIN, the statement limit, the lock, writeBatchSQL and COMMIT in one round
-// trip. A failure before it is sent leaves nothing written; a statement the server refuses
-// leaves the transaction open and failed on the connection, which the pool then closes; only a
-// failure to hear back leaves the outcome unknown.
+// trip, and sorts a failure by when it came. Before COMMIT is sent nothing is written; a
+// statement before COMMIT that the server refused, even with a FATAL, leaves nothing written (the
+// server runs the pipeline in order, so COMMIT never ran); any error in COMMIT's answer leaves
+// the outcome unknown (the server may have committed and died before saying so); and once COMMIT
+// is acknowledged the rows are written, whatever comes after (a connection terminated before
+// its ReadyForQuery).
 func (s *Store) writeBatch(ctx context.Context, code string, holds []voucher.Hold) (batchWritten, error) {
 	var after batchWritten
 	conn, err := s.pool.Acquire(ctx)
@@ -145,23 +176,28 @@ func (s *Store) writeBatch(ctx context.Context, code string, holds []voucher.Hol
 	if err != nil {
 		return after, failed(err, "reserve %d in %s: lock voucher", len(holds), code)
 	}
-	var orders []string
-	err = br.QueryRow().Scan(&after.used, &after.total, &after.starts, &after.ends, &orders)
+	var orders, customers []string
+	err = br.QueryRow().Scan(&after.used, &after.total, &after.starts, &after.ends, &orders, &customers)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) { // no row: no voucher, told below
 		return after, failed(err, "reserve %d in %s: write", len(holds), code)
 	}
-	if _, err := br.Exec(); err != nil {
-		return after, failed(err, "reserve %d in %s: commit", len(holds), code)
+	commit, err := br.Exec()
+	switch {
+	case err != nil:
+		return after, outcomeUnknown(err, "reserve %d in %s: commit", len(holds), code)
+	case commit.String() != "COMMIT": // the server rolled the transaction back instead
+		return after, notWritten(fmt.Errorf("commit answered %q", commit), "reserve %d in %s: commit", len(holds), code)
 	}
-	if err := br.Close(); err != nil {
-		return after, failed(err, "reserve %d in %s: commit", len(holds), code)
-	}
+	// COMMIT is acknowledged: the rows are durable. An error from here on (the server
+	// terminating the connection before its ReadyForQuery) changes nothing, and pgx does not
+	// reuse the connection.
+	_ = br.Close()
 	if tag.RowsAffected() == 0 {
 		return after, voucher.ErrVoucherNotFound // nothing was written: the statement needs the voucher
 	}
-	after.written = make(map[string]bool, len(orders))
-	for _, o := range orders {
-		after.written[o] = true
+	after.written = make(map[rowKey]bool, len(orders))
+	for i, o := range orders {
+		after.written[rowKey{o, customers[i]}] = true
 	}
 	return after, nil
 }

@@ -24,9 +24,11 @@ func isUnique(err error, constraint string) bool {
 	return errors.As(err, &pg) && pg.Code == uniqueViolation && (constraint == "" || pg.ConstraintName == constraint)
 }
 
-// failed wraps an infrastructure error with what was being done, marking it
-// voucher.ErrNotWritten when nothing can have been committed: the server refused a statement
-// (the transaction is rolled back), or the request never left (no connection).
+// failed wraps an infrastructure error met before the server could commit with what was being
+// done, marking it voucher.ErrNotWritten when nothing can have been committed: the server
+// refused a statement (the transaction is rolled back), or the request never left (no
+// connection). An error at or after the commit is outcomeUnknown's, whatever its kind: a
+// classification is only as good as the moment it is made.
 //
 // pgconn.SafeToRetry alone is not enough: a connection that breaks while the answer is awaited
 // is closed by the reader, and the next read reports "conn closed" as safe to retry although
@@ -34,6 +36,10 @@ func isUnique(err error, constraint string) bool {
 // use stays held for the reconciler).
 func failed(err error, format string, args ...any) error {
 	what := fmt.Sprintf(format, args...)
+	var during *committing
+	if errors.As(err, &during) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	var pg *pgconn.PgError
 	var conn *pgconn.ConnectError
 	if errors.As(err, &pg) || errors.As(err, &conn) || (pgconn.SafeToRetry(err) && !errors.Is(err, pgconn.ErrConnClosed)) {
@@ -46,3 +52,16 @@ func failed(err error, format string, args ...any) error {
 func notWritten(err error, format string, args ...any) error {
 	return fmt.Errorf("%s: %w: %w", fmt.Sprintf(format, args...), voucher.ErrNotWritten, err)
 }
+
+// outcomeUnknown wraps an error met while the server may have been committing (in COMMIT's
+// answer, or the Sync that ends an implicit transaction): even a PostgreSQL error then (57P01,
+// the server terminating the connection) may come after the commit was made durable.
+func outcomeUnknown(err error, format string, args ...any) error {
+	return fmt.Errorf("%s: outcome unknown: %w", fmt.Sprintf(format, args...), &committing{err})
+}
+
+// committing marks an error outcomeUnknown wrapped, so failed leaves it unknown.
+type committing struct{ err error }
+
+func (c *committing) Error() string { return c.err.Error() }
+func (c *committing) Unwrap() error { return c.err }

@@ -157,14 +157,15 @@ func (s *Store) reserveOnce(ctx context.Context, h voucher.Hold, now time.Time) 
 	b.Queue(`SELECT set_config('statement_timeout', $1, true)`, statementTimeout(ctx))
 	b.Queue(reserveSQL, h.VoucherCode, now, h.CustomerID, h.OrderID, h.OrderAmount, h.DiscountAmount,
 		h.ReservedAt, h.ExpiresAt)
-	br := conn.SendBatch(ctx, b) // one implicit transaction
+	br := conn.SendBatch(ctx, b) // one implicit transaction, committed at the batch's Sync
 	_, err = br.Exec()
 	var r voucher.Redemption
 	if err == nil {
 		r, err = scanRedemption(br.QueryRow())
 	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	if cerr := br.Close(); err == nil && cerr != nil {
+		// the statement's answer came; the server commits at the Sync whose answer failed
+		err = outcomeUnknown(cerr, "commit")
 	}
 	return r, err
 }
