@@ -32,10 +32,26 @@ type env struct {
 
 // newEnv builds the service; wrap, if not nil, puts a store of the test's around the real one.
 func newEnv(t *testing.T, cfg voucher.Config, wrap func(voucher.Store) voucher.Store) *env {
+	return newEnvWith(t, cfg, envOptions{wrapStore: wrap})
+}
+
+// envOptions shape an env: where its stores are (its own database and the shared Redis unless
+// given) and what the test puts around them.
+type envOptions struct {
+	dbURL     string
+	rdb       *redis.Client
+	wrapStore func(voucher.Store) voucher.Store
+	wrapGate  func(voucher.Gate) voucher.Gate
+}
+
+func newEnvWith(t *testing.T, cfg voucher.Config, o envOptions) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := store.Open(ctx, testkit.Database(t), 8)
+	if o.dbURL == "" {
+		o.dbURL = testkit.Database(t)
+	}
+	pool, err := store.Open(ctx, o.dbURL, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,17 +59,25 @@ func newEnv(t *testing.T, cfg voucher.Config, wrap func(voucher.Store) voucher.S
 	if err := store.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	rdb := testkit.Redis(t)
+	if o.rdb == nil {
+		o.rdb = testkit.Redis(t)
+	}
 	prefix := testkit.RedisPrefix(t)
-	e := &env{store: store.New(pool), gate: gate.New(rdb, prefix), pool: pool, rdb: rdb,
+	e := &env{store: store.New(pool), gate: gate.New(o.rdb, prefix), pool: pool, rdb: o.rdb,
 		clock: &testkit.OffsetClock{}, note: &recorder{},
 		keys: func(code string) keys.Voucher { return keys.ForVoucher(prefix, code) }}
 	var st voucher.Store = e.store
-	if wrap != nil {
-		st = wrap(st)
+	if o.wrapStore != nil {
+		st = o.wrapStore(st)
 	}
-	cfg.Clock = e.clock
-	e.svc = voucher.NewService(st, e.gate, e.note, cfg)
+	var g voucher.Gate = e.gate
+	if o.wrapGate != nil {
+		g = o.wrapGate(g)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = e.clock
+	}
+	e.svc = voucher.NewService(st, g, e.note, cfg)
 	return e
 }
 

@@ -1,0 +1,259 @@
+package voucher_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"vouchergate/backend/voucher"
+	"vouchergate/testkit"
+)
+
+// Pairs of concurrent reservations, customer A and customer B with one orderId, where A is
+// already at its per-customer limit, so that A's hold is never written: with group commit they
+// share batches, in either order. On both paths, at most one of each pair is granted, and a
+// grant is always the granted customer's own row.
+func TestTwoCustomersWithOneOrderIDEachGetTheirOwnAnswer(t *testing.T) {
+	for _, flash := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flash=%v", flash), func(t *testing.T) {
+			e := newEnv(t, voucher.Config{DBTimeout: 5 * time.Second, InFlightWait: 3 * time.Second}, nil)
+			ctx := context.Background()
+			const pairs = 150
+			v := voucher.Voucher{Code: "PAIRS", DiscountAmount: 10, TotalLimit: 4 * pairs, PerUserLimit: 1,
+				StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(24 * time.Hour), FlashSale: flash}
+			if err := e.store.CreateVoucher(ctx, v); err != nil {
+				t.Fatal(err)
+			}
+			for i := range pairs { // every A at its limit
+				if _, err := e.svc.Reserve(ctx, request(v.Code, fmt.Sprintf("a-%d", i), fmt.Sprintf("a-own-%d", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			type answer struct {
+				customer string
+				r        voucher.Redemption
+				err      error
+			}
+			answers := make([][2]answer, pairs)
+			var start, wg sync.WaitGroup
+			start.Add(1)
+			for i := range pairs {
+				for j, customer := range []string{fmt.Sprintf("a-%d", i), fmt.Sprintf("b-%d", i)} {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						start.Wait()
+						r, err := e.svc.Reserve(ctx, request(v.Code, customer, fmt.Sprintf("shared-%d", i)))
+						answers[i][j] = answer{customer, r, err}
+					}()
+				}
+			}
+			start.Done()
+			wg.Wait()
+
+			granted := 0
+			for i, pair := range answers {
+				order := fmt.Sprintf("shared-%d", i)
+				var rowCustomer string
+				err := e.pool.QueryRow(ctx, `SELECT customer_id FROM redemptions WHERE order_id = $1 AND status = 'RESERVED'`, order).Scan(&rowCustomer)
+				if err != nil {
+					t.Fatalf("order %s: no row (%v)", order, err)
+				}
+				grants := 0
+				for _, a := range pair {
+					switch {
+					case a.err == nil:
+						grants++
+						if a.customer != rowCustomer || a.r.CustomerID != a.customer {
+							t.Errorf("order %s: %s answered 201 (%s's grant); the row is %s's", order, a.customer, a.r.CustomerID, rowCustomer)
+						}
+					case !errors.Is(a.err, voucher.ErrAlreadyUsed):
+						t.Errorf("order %s, customer %s: %v; want a grant or ErrAlreadyUsed", order, a.customer, a.err)
+					}
+				}
+				if grants != 1 {
+					t.Errorf("order %s: %d grants for one row", order, grants)
+				}
+				granted += grants
+			}
+			var used int
+			if err := e.pool.QueryRow(ctx, `SELECT used_count FROM vouchers WHERE code = $1`, v.Code).Scan(&used); err != nil || used != pairs+granted {
+				t.Errorf("used_count %d (%v); want %d: one use per grant", used, err, pairs+granted)
+			}
+			if flash {
+				checkHeldAsWritten(t, e, v.Code)
+			}
+		})
+	}
+}
+
+func request(code, customer, order string) voucher.Request {
+	return voucher.Request{Code: code, CustomerID: customer, OrderID: order, OrderAmount: 100}
+}
+
+// checkHeldAsWritten fails the test unless the gate holds exactly the voucher's active rows,
+// each for its customer, and remaining + held = total_limit (R1, R2 with nothing in flight).
+func checkHeldAsWritten(t *testing.T, e *env, code string) {
+	t.Helper()
+	ctx := context.Background()
+	holders, err := e.gate.Holders(ctx, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := e.store.ActiveRedemptions(ctx, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if h, ok := holders[r.OrderID]; !ok || h.CustomerID != r.CustomerID {
+			t.Errorf("R2 %s: active row %s of %s is held in redis by %+v (%v)", code, r.OrderID, r.CustomerID, h, ok)
+		}
+		delete(holders, r.OrderID)
+	}
+	for order, h := range holders {
+		t.Errorf("%s: order %s held in redis by %s with no active row", code, order, h.CustomerID)
+	}
+	remaining, _, err := e.gate.Remaining(ctx, code)
+	var total int
+	if qerr := e.pool.QueryRow(ctx, `SELECT total_limit FROM vouchers WHERE code = $1`, code).Scan(&total); err != nil || qerr != nil {
+		t.Fatal(err, qerr)
+	}
+	if int(remaining)+len(rows) != total {
+		t.Errorf("R1 %s: remaining %d + active rows %d != total_limit %d", code, remaining, len(rows), total)
+	}
+}
+
+// The database acknowledges a flash winner's COMMIT, then terminates the connection (57P01)
+// before its ReadyForQuery. The winner is answered 201, keeps its use in Redis, and its retry
+// gets the same grant.
+func TestAFlashWinnerWhoseCommitWasAcknowledgedKeepsItsUse(t *testing.T) {
+	dbURL := testkit.Database(t)
+	proxy := testkit.StartCutProxy(t, "127.0.0.1:5432")
+	e := newEnvWith(t, voucher.Config{DBTimeout: 5 * time.Second}, envOptions{dbURL: proxy.URL(dbURL)})
+	ctx := context.Background()
+	v := e.createFlash(t, "ACKED", 1, 1)
+	if err := e.svc.Warm(ctx, v.Code); err != nil {
+		t.Fatal(err)
+	}
+
+	proxy.TerminateAfterOnce("commit")
+	r, err := e.svc.Reserve(ctx, request(v.Code, "c-1", "o-1"))
+	<-proxy.Settled()
+	if proxy.Cuts() != 1 {
+		t.Fatalf("the proxy terminated %d connections, want 1", proxy.Cuts())
+	}
+	if err != nil {
+		t.Fatalf("COMMIT acknowledged, then 57P01: %v; want the grant", err)
+	}
+	checkHeldAsWritten(t, e, v.Code)
+	again, err := e.svc.Reserve(ctx, request(v.Code, "c-1", "o-1"))
+	if err != nil || again.DiscountAmount != r.DiscountAmount || again.CustomerID != "c-1" {
+		t.Errorf("retry: %+v %v; want the same grant %+v", again, err, r)
+	}
+	if _, err := e.svc.Reserve(ctx, request(v.Code, "c-2", "o-2")); !errors.Is(err, voucher.ErrOutOfStock) {
+		t.Errorf("another customer after the only use went: %v; want ErrOutOfStock", err)
+	}
+}
+
+// PostgreSQL terminates the store's connections (pg_terminate_backend, every few milliseconds)
+// while winners of a flash voucher are written one batch of one at a time. Whatever each
+// termination hits (a statement, the COMMIT, the moment after it, an idle connection), no
+// 201 is answered without that customer's own row, no committed row's use goes back to Redis,
+// and every 201 is answered 201 again on retry.
+func TestTerminatedConnectionsDuringSingleHoldBatches(t *testing.T) {
+	e := newEnv(t, voucher.Config{DBTimeout: 3 * time.Second, InFlightWait: 2 * time.Second}, nil)
+	ctx := context.Background()
+	const orders = 400
+	v := e.createFlash(t, "KILLS", orders, 1)
+	if err := e.svc.Warm(ctx, v.Code); err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	var kills atomic.Int64
+	var killer sync.WaitGroup
+	killer.Add(1)
+	go func() {
+		defer killer.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Millisecond):
+			}
+			var n int64
+			// the test's own connection terminates the others of its database
+			err := e.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&n)
+			if err == nil {
+				kills.Add(n)
+			}
+		}
+	}()
+
+	type grant struct{ customer, order string }
+	var mu sync.Mutex
+	var granted []voucher.Redemption
+	unavailable := 0
+	var wg sync.WaitGroup
+	for w := range 3 { // three buyers at a time: batches of one, mostly
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < orders; i += 3 {
+				r, err := e.svc.Reserve(ctx, request(v.Code, fmt.Sprintf("c-%d", i), fmt.Sprintf("o-%d", i)))
+				mu.Lock()
+				switch {
+				case err == nil:
+					granted = append(granted, r)
+				case errors.Is(err, voucher.ErrUnavailable):
+					unavailable++
+				default:
+					t.Errorf("order o-%d: %v", i, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	killer.Wait()
+	t.Logf("%d granted, %d unavailable, %d connections terminated", len(granted), unavailable, kills.Load())
+	if kills.Load() == 0 || unavailable == 0 {
+		t.Fatalf("%d terminations, %d failed reservations: the terminations met no write", kills.Load(), unavailable)
+	}
+
+	for _, r := range granted {
+		var customer, status string
+		err := e.pool.QueryRow(ctx, `SELECT customer_id, status FROM redemptions WHERE order_id = $1`, r.OrderID).Scan(&customer, &status)
+		if err != nil || customer != r.CustomerID || status != "RESERVED" {
+			t.Errorf("D4: order %s granted to %s; its row: %q %q (%v)", r.OrderID, r.CustomerID, customer, status, err)
+		}
+	}
+	// Before any reconciliation: every committed row is held in Redis; what Redis holds beyond
+	// the rows is an unknown outcome left for the reconciler (under-allocation), never a row's
+	// use given back.
+	holders, err := e.gate.Holders(ctx, v.Code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := e.store.ActiveRedemptions(ctx, v.Code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if h, ok := holders[r.OrderID]; !ok || h.CustomerID != r.CustomerID {
+			t.Errorf("R2: committed order %s of %s is not held in redis (%+v): its use went back", r.OrderID, r.CustomerID, h)
+		}
+	}
+	for _, r := range granted {
+		again, err := e.svc.Reserve(ctx, request(v.Code, r.CustomerID, r.OrderID))
+		if err != nil || again.DiscountAmount != r.DiscountAmount || again.CustomerID != r.CustomerID {
+			t.Errorf("retry of granted %s: %+v %v", r.OrderID, again, err)
+		}
+	}
+}
