@@ -140,7 +140,7 @@ func (a *App) serviceConfigs(opts []Option) (voucher.Config, quota.Config) {
 		opt(&o)
 	}
 	cfg := a.Config
-	vcfg := voucher.Config{HoldTTL: cfg.HoldTTL, DBTimeout: cfg.DBTimeout, InFlightWait: cfg.InFlightWait, Log: a.log,
+	vcfg := voucher.Config{HoldTTL: cfg.HoldTTL, DBTimeout: cfg.DBTimeout, InFlightWait: cfg.InFlightWait, MaxClockSkew: cfg.MaxClockSkew, Log: a.log,
 		Metrics: a.Metrics}
 	qcfg := quota.Config{Redis: a.Redis, DB: a.Pool, NATS: a.NATS,
 		KeyPrefix: cfg.RedisPrefix, NATSPrefix: cfg.NATSPrefix, IdemTTL: cfg.QuotaIdemTTL,

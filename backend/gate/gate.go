@@ -18,9 +18,6 @@ import (
 	"vouchergate/shared/keys"
 )
 
-// loadedAttempt marks a hold loaded from the database rather than taken by a request.
-const loadedAttempt = "db"
-
 // Gate implements voucher.Gate. It is safe for concurrent use.
 type Gate struct {
 	rdb      redis.UniversalClient
@@ -107,7 +104,7 @@ func (g *Gate) Load(ctx context.Context, v voucher.Voucher, active []voucher.Red
 	args := make([]any, 0, 1+3*len(active))
 	args = append(args, v.TotalLimit)
 	for _, r := range active {
-		args = append(args, r.OrderID, formatHolder(voucher.Holder{CustomerID: r.CustomerID, ReservedAt: r.ReservedAt, Attempt: loadedAttempt}), r.CustomerID)
+		args = append(args, r.OrderID, formatHolder(voucher.Holder{CustomerID: r.CustomerID, ReservedAt: r.ReservedAt, Attempt: voucher.LoadedAttempt}), r.CustomerID)
 	}
 	res, err := lua.Load.Run(ctx, g.rdb, g.keys(v.Code).List(), args...).Slice()
 	if err != nil {
@@ -280,7 +277,7 @@ func (g *Gate) Holders(ctx context.Context, code string) (map[string]voucher.Hol
 
 // PutBack runs hold.lua for an active redemption Redis lost.
 func (g *Gate) PutBack(ctx context.Context, r voucher.Redemption) (bool, error) {
-	h := formatHolder(voucher.Holder{CustomerID: r.CustomerID, ReservedAt: r.ReservedAt, Attempt: loadedAttempt})
+	h := formatHolder(voucher.Holder{CustomerID: r.CustomerID, ReservedAt: r.ReservedAt, Attempt: voucher.LoadedAttempt})
 	n, err := lua.Hold.Run(ctx, g.rdb, g.keys(r.VoucherCode).List(), r.OrderID, h, r.CustomerID).Int()
 	if err != nil {
 		return false, fmt.Errorf("gate put back %s/%s: %w", r.VoucherCode, r.OrderID, err)

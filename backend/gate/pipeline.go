@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -24,11 +25,19 @@ type pipeline struct {
 
 // scriptCall is one call waiting to be sent, and where its reply goes.
 type scriptCall struct {
-	ctx  context.Context
-	keys []string
-	args []any
-	done chan *redis.Cmd
+	ctx   context.Context
+	keys  []string
+	args  []any
+	done  chan *redis.Cmd
+	state atomic.Int32 // queued, then sent or abandoned: whichever comes first stays
 }
+
+// A call's state: a call abandoned while queued is never sent; once sent, it is waited for.
+const (
+	queued int32 = iota
+	sent
+	abandoned
+)
 
 func newPipeline(rdb redis.UniversalClient, script *redis.Script) *pipeline {
 	p := &pipeline{rdb: rdb, script: script}
@@ -36,8 +45,10 @@ func newPipeline(rdb redis.UniversalClient, script *redis.Script) *pipeline {
 	return p
 }
 
-// run runs the script with keys and args in the next pipeline and returns its reply. It returns
-// when the reply came or ctx is done; in the latter case the call may still run.
+// run runs the script with keys and args in the next pipeline and returns its reply. When ctx
+// ends before the call is sent, it is never sent and run returns ctx's error; once sent, run
+// waits for the reply (the client's read timeout bounds it), so a caller never walks away
+// from a script that goes on to take a use in its name.
 func (p *pipeline) run(ctx context.Context, keys []string, args ...any) *redis.Cmd {
 	c := &scriptCall{ctx: ctx, keys: keys, args: args, done: make(chan *redis.Cmd, 1)}
 	p.queue.Add(c)
@@ -45,18 +56,22 @@ func (p *pipeline) run(ctx context.Context, keys []string, args ...any) *redis.C
 	case cmd := <-c.done:
 		return cmd
 	case <-ctx.Done():
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(ctx.Err())
-		return cmd
+		if c.state.CompareAndSwap(queued, abandoned) {
+			cmd := redis.NewCmd(ctx)
+			cmd.SetErr(ctx.Err())
+			return cmd
+		}
+		return <-c.done
 	}
 }
 
 func (p *pipeline) sendOne(batch []*scriptCall) {
 	live := batch[:0:0]
 	for _, c := range batch {
-		if err := c.ctx.Err(); err != nil {
+		if c.ctx.Err() != nil || !c.state.CompareAndSwap(queued, sent) {
+			c.state.Store(abandoned)
 			cmd := redis.NewCmd(c.ctx)
-			cmd.SetErr(err)
+			cmd.SetErr(context.Cause(c.ctx))
 			c.done <- cmd
 			continue
 		}
@@ -77,7 +92,7 @@ func (p *pipeline) sendOne(batch []*scriptCall) {
 	for i, c := range live {
 		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			// Redis lost its scripts (restarted): Run loads it again. The call did not run.
-			c.done <- p.script.Run(c.ctx, p.rdb, c.keys, c.args...)
+			c.done <- p.script.Run(context.WithoutCancel(c.ctx), p.rdb, c.keys, c.args...)
 			continue
 		}
 		c.done <- cmds[i]

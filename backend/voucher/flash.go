@@ -113,8 +113,12 @@ func (s *Service) awaitFirstAttempt(ctx context.Context, h Hold, first Holder, u
 }
 
 // staleAfter is how old a hold with no row must be before no write of it can still commit:
-// the write's deadline (its server-side limit ends sooner) twice over.
-func (s *Service) staleAfter() time.Duration { return 2 * s.cfg.DBTimeout }
+// the write is sent only within VG_DB_TIMEOUT of the reservation and given VG_DB_TIMEOUT to end
+// (its server-side limit ends sooner), as the writing backend's clock counts. Another backend
+// reads the hold's reservation time against its own clock, so the clocks' largest disagreement
+// (VG_MAX_CLOCK_SKEW) is added: a clock behind the writer's must not see a hold in flight as
+// stale.
+func (s *Service) staleAfter() time.Duration { return 2*s.cfg.DBTimeout + s.cfg.MaxClockSkew }
 
 // writeWinner writes the redemption of an order the gate admitted, in its voucher's next batch
 // (writer.go), and gives the use back to the gate when, and only when, the database certainly
@@ -143,11 +147,13 @@ func (s *Service) writeWinner(ctx context.Context, v Voucher, h Hold, holder Hol
 		s.compensate(v.Code, h.OrderID, holder)
 		return Redemption{}, s.unavailable(err, "reserve %s: write redemption", v.Code)
 	}
-	// The commit's outcome is unknown. Answer from the row if it is there; otherwise leave the
-	// use held in Redis (under-allocation) for the reconciler, which decides once the
-	// database can tell.
+	// The commit's outcome is unknown. Answer from the row if it is there, once the gate holds
+	// it (a retry or the reconciler may have given the use back meanwhile, as a hold with no
+	// row); otherwise leave the use held in Redis (under-allocation) for the reconciler, which
+	// decides once the database can tell.
 	if existing, rerr := s.readBack(h.OrderID); rerr == nil {
 		if existing.Active() && existing.VoucherCode == v.Code && existing.CustomerID == h.CustomerID {
+			s.keepHeldNow(v.Code, existing)
 			return existing, nil
 		}
 	}
@@ -168,14 +174,20 @@ func (s *Service) readBack(orderID string) (Redemption, error) {
 func (s *Service) compensate(code, orderID string, holder Holder) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DBTimeout)
 	defer cancel()
-	if _, err := s.giveBack(ctx, code, orderID, &holder); err != nil {
+	released, err := s.giveBackOwn(ctx, code, orderID, &holder)
+	switch {
+	case err != nil:
 		s.counts.compensations.WithLabelValues("failed").Inc()
 		s.cfg.Log.Warn("compensating release failed; use left held in redis for the reconciler",
 			"code", code, "order", orderID, "err", err)
-		return
+	case released:
+		s.counts.compensations.WithLabelValues("released").Inc()
+		s.cfg.Log.Info("use given back in redis after its write failed", "code", code, "order", orderID)
+	default:
+		// the gate held no use for this attempt: an earlier send of the same script released
+		// it (its reply lost, the client sent it again), or the reconciler did
+		s.counts.compensations.WithLabelValues("nothing_held").Inc()
 	}
-	s.counts.compensations.WithLabelValues("released").Inc()
-	s.cfg.Log.Info("use given back in redis after its write failed", "code", code, "order", orderID)
 }
 
 // giveBack gives back in the gate the use orderID holds (only expect's, when not nil), and tells
@@ -194,4 +206,21 @@ func (s *Service) giveBack(ctx context.Context, code, orderID string, expect *Ho
 		s.notify.BackInStock(code)
 	}
 	return true, nil
+}
+
+// giveBackOwn is giveBack for the use this attempt took a moment ago (its compensation).
+// Finding nothing held then most often means an earlier send of the same script released it and
+// its reply was lost (go-redis sends a command again when its reply times out); that send may
+// have made a sold-out voucher available, unannounced, so with uses left the edges are told. The
+// notice publishes the state read from Redis: one too many costs a publication, one missing
+// would leave the edges answering sold out.
+func (s *Service) giveBackOwn(ctx context.Context, code, orderID string, expect *Holder) (released bool, err error) {
+	released, err = s.giveBack(ctx, code, orderID, expect)
+	if err != nil || released {
+		return released, err
+	}
+	if remaining, loaded, err := s.gate.Remaining(ctx, code); err == nil && loaded && remaining >= 1 {
+		s.notify.BackInStock(code)
+	}
+	return false, nil
 }

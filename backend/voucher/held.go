@@ -1,6 +1,9 @@
 package voucher
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // keepHeld puts back in the gate those of rs, active rows of code, that it does not hold, so
 // that every active row is in Redis (R2). A load that read the database just before a write
@@ -24,19 +27,50 @@ func (s *Service) keepHeld(ctx context.Context, code string, rs []Redemption) {
 			"code", code, "err", err)
 		return
 	}
-	put := 0
+	var put []Redemption
 	for _, id := range missing {
 		ok, err := s.gate.PutBack(ctx, byID[id])
 		if err != nil {
 			s.cfg.Log.Warn("put back a written order redis lost; the reconciler will", "code", code, "order", id, "err", err)
-			return
+			break
 		}
 		if ok {
-			put++
+			put = append(put, byID[id])
 		}
 	}
-	if put > 0 {
-		s.cfg.Log.Warn("put back written orders redis did not hold", "code", code, "orders", put)
+	if len(put) > 0 {
+		s.cfg.Log.Warn("put back written orders redis did not hold", "code", code, "orders", len(put))
 		s.notify.HoldersChanged(code)
+		s.takeBackReleased(ctx, code, put)
+	}
+}
+
+// keepHeldNow is keepHeld for one redemption, with its own deadline.
+func (s *Service) keepHeldNow(code string, r Redemption) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DBTimeout)
+	defer cancel()
+	s.keepHeld(ctx, code, []Redemption{r})
+}
+
+// takeBackReleased gives back the uses just put back for rows that are no longer active. The
+// rows were read before they were put back, and a release in between (the database first, then
+// the gate, which found nothing to give back) would leave its use held with no row until
+// reconciliation. Reading each row again after the put-back closes that: a release whose
+// database write came earlier is seen here, and one whose write comes later gives the use back
+// itself.
+func (s *Service) takeBackReleased(ctx context.Context, code string, put []Redemption) {
+	for _, r := range put {
+		row, err := s.store.Redemption(ctx, r.OrderID)
+		switch {
+		case err == nil && row.Active() && row.VoucherCode == code && row.CustomerID == r.CustomerID:
+			continue
+		case err != nil && !errors.Is(err, ErrReservationNotFound):
+			s.cfg.Log.Warn("read a put-back order again; the reconciler will check it", "code", code, "order", r.OrderID, "err", err)
+			continue
+		}
+		held := Holder{CustomerID: r.CustomerID, ReservedAt: r.ReservedAt, Attempt: LoadedAttempt}
+		if _, err := s.giveBack(ctx, code, r.OrderID, &held); err != nil {
+			s.cfg.Log.Warn("give back a put-back order released meanwhile; the reconciler will", "code", code, "order", r.OrderID, "err", err)
+		}
 	}
 }

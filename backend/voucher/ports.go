@@ -87,8 +87,11 @@ type GatePeek struct {
 type Holder struct {
 	CustomerID string
 	ReservedAt time.Time
-	Attempt    string // no ':'; "db" for a hold loaded from the database
+	Attempt    string // no ':'; LoadedAttempt for a hold loaded from the database
 }
+
+// LoadedAttempt is the Attempt of a hold the gate loaded or put back from a database row.
+const LoadedAttempt = "db"
 
 // Same reports whether h and o are the same holder, at the gate's millisecond precision.
 func (h Holder) Same(o Holder) bool {

@@ -21,6 +21,7 @@ type Config struct {
 	HoldTTL      time.Duration // how long a reservation is held unless confirmed (15m)
 	DBTimeout    time.Duration // bound on one database write after the gate said yes (2s)
 	InFlightWait time.Duration // how long a retry waits for its first attempt's outcome (1s)
+	MaxClockSkew time.Duration // the most two backends' clocks may disagree (0: none)
 	Clock        clock.Clock   // the wall clock
 	Log          *slog.Logger
 	Metrics      prometheus.Registerer // takes the flash path's numbers (metrics.go); nil: not exported

@@ -22,12 +22,15 @@ type Backend struct {
 	APIKeysFile string `env:"VG_API_KEYS_FILE"`
 	// APIKeysPoll is how often the keys file is read for changes; 0 turns polling off, leaving
 	// SIGHUP the only reload (and letting a test tell the two apart).
-	APIKeysPoll       time.Duration `env:"VG_API_KEYS_POLL" envDefault:"1s"`
-	HoldTTL           time.Duration `env:"VG_HOLD_TTL" envDefault:"15m"`
-	RequestTimeout    time.Duration `env:"VG_REQUEST_TIMEOUT" envDefault:"5s"`
-	DBTimeout         time.Duration `env:"VG_DB_TIMEOUT" envDefault:"2s"`
-	DBMaxConns        int           `env:"VG_DB_MAX_CONNS" envDefault:"32"`
-	InFlightWait      time.Duration `env:"VG_INFLIGHT_WAIT" envDefault:"1s"`
+	APIKeysPoll    time.Duration `env:"VG_API_KEYS_POLL" envDefault:"1s"`
+	HoldTTL        time.Duration `env:"VG_HOLD_TTL" envDefault:"15m"`
+	RequestTimeout time.Duration `env:"VG_REQUEST_TIMEOUT" envDefault:"5s"`
+	DBTimeout      time.Duration `env:"VG_DB_TIMEOUT" envDefault:"2s"`
+	DBMaxConns     int           `env:"VG_DB_MAX_CONNS" envDefault:"32"`
+	InFlightWait   time.Duration `env:"VG_INFLIGHT_WAIT" envDefault:"1s"`
+	// MaxClockSkew is the most the backends' clocks may disagree: a retry on one backend takes
+	// another's hold for stale only this much later than its own clock says.
+	MaxClockSkew      time.Duration `env:"VG_MAX_CLOCK_SKEW" envDefault:"1s"`
 	MaxBodyBytes      int           `env:"VG_MAX_BODY_BYTES" envDefault:"8192"`
 	MaxHeaderBytes    int           `env:"VG_MAX_HEADER_BYTES" envDefault:"8192"` // the edge's limit: the backend reads HeaderLimit.Forwarded
 	SoldOutEvery      time.Duration `env:"VG_SOLDOUT_EVERY" envDefault:"250ms"`
@@ -83,8 +86,11 @@ func (c Backend) Check() error {
 		return natsReplicasError(c.NATSReplicas)
 	case c.DBMaxConns < 1:
 		return fmt.Errorf("VG_DB_MAX_CONNS is %d; expected at least 1", c.DBMaxConns)
-	case c.ReconcileGrace <= 2*c.DBTimeout:
-		return fmt.Errorf("VG_RECONCILE_GRACE is %v; expected more than twice VG_DB_TIMEOUT (%v), or a write still in flight is taken for hanging", c.ReconcileGrace, c.DBTimeout)
+	case c.MaxClockSkew < 0:
+		return fmt.Errorf("VG_MAX_CLOCK_SKEW is %v; expected 0 or a positive duration such as 1s", c.MaxClockSkew)
+	case c.ReconcileGrace <= 2*c.DBTimeout+c.MaxClockSkew:
+		return fmt.Errorf("VG_RECONCILE_GRACE is %v; expected more than twice VG_DB_TIMEOUT (%v) plus VG_MAX_CLOCK_SKEW (%v), or a write still in flight is taken for hanging",
+			c.ReconcileGrace, c.DBTimeout, c.MaxClockSkew)
 	case c.QuotaIdemTTL < time.Second:
 		return fmt.Errorf("VG_QUOTA_IDEM_TTL is %v; expected at least 1s, such as 168h", c.QuotaIdemTTL)
 	case c.ShutdownGrace <= 0:

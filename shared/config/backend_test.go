@@ -39,7 +39,7 @@ func TestLoadBackendDefaultsPassCheck(t *testing.T) {
 		t.Fatalf("the defaults: %v", err)
 	}
 	if c.Addr != "127.0.0.1:8080" || c.HoldTTL != 15*time.Minute || c.DBTimeout != 2*time.Second ||
-		c.ReconcileGrace != time.Minute || c.DBMaxConns != 32 || c.QuotaIdemTTL != 168*time.Hour {
+		c.ReconcileGrace != time.Minute || c.MaxClockSkew != time.Second || c.DBMaxConns != 32 || c.QuotaIdemTTL != 168*time.Hour {
 		t.Fatalf("defaults read as %+v", c)
 	}
 }
@@ -136,6 +136,8 @@ func TestBackendCheck(t *testing.T) {
 		{"VG_NATS_REPLICAS", func(c *Backend) { c.NATSReplicas = 0 }},
 		{"VG_NATS_REPLICAS", func(c *Backend) { c.NATSReplicas = MaxNATSReplicas + 1 }},
 		{"VG_RECONCILE_GRACE", func(c *Backend) { c.ReconcileGrace = 2 * c.DBTimeout }},
+		{"VG_MAX_CLOCK_SKEW", func(c *Backend) { c.MaxClockSkew = -time.Millisecond }},
+		{"VG_RECONCILE_GRACE", func(c *Backend) { c.MaxClockSkew = c.ReconcileGrace - 2*c.DBTimeout }},
 		{"VG_QUOTA_IDEM_TTL", func(c *Backend) { c.QuotaIdemTTL = time.Second - 1 }},
 		{"VG_QUOTA_REFRESH_EVERY", func(c *Backend) { c.QuotaRefreshEvery = 0 }},
 		{"VG_API_KEYS_POLL", func(c *Backend) { c.APIKeysPoll = -time.Second }},
