@@ -23,9 +23,10 @@ test-faults: services
 
 ## test-cluster: only the cluster scenarios (two edges and two backends on a replicated Redis Cluster
 ## and a NATS cluster: 200 vouchers at once; a Redis master, a NATS node, a backend and an edge
-## SIGKILLed mid-sale), with the race detector; `make test` runs them too
+## SIGKILLed mid-sale; quota deducts across a master's failover with each VG_QUOTA_DURABILITY),
+## with the race detector; `make test` runs them too
 test-cluster: services
-	$(GO) test -race -count=1 -run 'Cluster' ./testkit/ ./backend/faulttest/
+	$(GO) test -race -count=1 -run 'Cluster' ./testkit/ ./backend/faulttest/ ./backend/quota/
 	$(GO) test -race -count=1 -run 'NATSNodeKilledMidSale' ./edge/app/
 
 ## services: start PostgreSQL (5432), Redis (6379) and NATS (4222) on 127.0.0.1 unless they answer

@@ -99,6 +99,7 @@ install_test_binaries() { # every server binary and client the tests run (testki
   need redis-cli redis-tools
   need nats-server nats-server
   need psql postgresql-client
+  need iptables iptables # the quota durability test cuts a replica's link on loopback
   pg_bin pg_ctl >/dev/null
   pg_bin initdb >/dev/null
   need_ops_tools

@@ -26,6 +26,7 @@ type RedisCluster struct {
 // clusterNode is one redis-server of a RedisCluster.
 type clusterNode struct {
 	addr string
+	argv []string
 	proc *process
 }
 
@@ -84,7 +85,7 @@ func startRedisCluster(t testing.TB, replicas bool, nodeTimeout time.Duration) *
 		if err := p.start(argv, func(ctx context.Context) error { return redisPing(ctx, addr) }); err != nil {
 			t.Fatalf("testkit: %v", err)
 		}
-		c.nodes = append(c.nodes, clusterNode{addr: addr, proc: p})
+		c.nodes = append(c.nodes, clusterNode{addr: addr, argv: argv, proc: p})
 	}
 
 	all := make([]string, 0, n)

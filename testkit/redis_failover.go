@@ -64,6 +64,37 @@ func (c *RedisCluster) KillMasterOf(t testing.TB, key string) (addr string, slot
 	return "", 0
 }
 
+// RestartAsReplica starts again the node at addr, killed by KillMasterOf after its replica was
+// promoted, and returns once it has rejoined as a replica of that new master and synced with
+// it, as an operator's replacement would: until then the new master has no replica.
+func (c *RedisCluster) RestartAsReplica(t testing.TB, addr string) {
+	t.Helper()
+	for _, n := range c.nodes {
+		if n.addr != addr {
+			continue
+		}
+		if err := n.proc.start(n.argv, func(ctx context.Context) error { return redisPing(ctx, addr) }); err != nil {
+			t.Fatalf("testkit: restart redis cluster node %s: %v", addr, err)
+		}
+		// it boots as the master its nodes.conf remembers, then learns it was failed over
+		deadline := time.Now().Add(readyTimeout)
+		for {
+			info, err := nodeCommand(addr, func(ctx context.Context, rdb *redis.Client) (string, error) {
+				return rdb.Info(ctx, "replication").Result()
+			})
+			if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") &&
+				strings.Contains(info, "master_sync_in_progress:0") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("testkit: restarted node %s did not sync as a replica: %v %s", addr, err, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	t.Fatalf("testkit: no redis cluster node %s", addr)
+}
+
 // WaitNewMaster returns the address of the live node that reports itself master of slot, and
 // when it was first seen so (polled every 10ms), once that is not dead; it fails the test
 // after timeout.

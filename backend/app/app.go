@@ -144,7 +144,8 @@ func (a *App) serviceConfigs(opts []Option) (voucher.Config, quota.Config) {
 		Metrics: a.Metrics}
 	qcfg := quota.Config{Redis: a.Redis, DB: a.Pool, NATS: a.NATS,
 		KeyPrefix: cfg.RedisPrefix, NATSPrefix: cfg.NATSPrefix, IdemTTL: cfg.QuotaIdemTTL,
-		RefreshEvery: cfg.QuotaRefreshEvery, Metrics: a.Metrics, Log: a.log}
+		RefreshEvery: cfg.QuotaRefreshEvery, Metrics: a.Metrics, Log: a.log,
+		Durability: quota.Durability{MinReplicas: cfg.QuotaReplicas(), Wait: cfg.QuotaWaitTimeout}}
 	if o.clock != nil {
 		vcfg.Clock, qcfg.Clock = o.clock, o.clock
 	}

@@ -13,9 +13,10 @@ import (
 // scripts runs the quota's Lua scripts on Redis (single or Cluster), one call per identity, and
 // reads the records they keep.
 type scripts struct {
-	rdb     redis.UniversalClient
-	idemTTL any  // ms, as the scripts take it; boxed once
-	cluster bool // keys of different hash tags live on different nodes
+	rdb        redis.UniversalClient
+	idemTTL    any  // ms, as the scripts take it; boxed once
+	cluster    bool // keys of different hash tags live on different nodes
+	durability Durability
 }
 
 // Step outcomes, as quota_deduct.lua returns them.
@@ -131,7 +132,7 @@ func (sc *scripts) deduct(ctx context.Context, st *step, idemKey, attempt string
 			args = append(args, part.gen)
 		}
 	}
-	v, err := lua.QuotaDeduct.Run(ctx, sc.rdb, keys, args...).Result()
+	v, err := sc.run(ctx, lua.QuotaDeduct, keys, args...).Result()
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -174,7 +175,7 @@ func (sc *scripts) begin(ctx context.Context, reqKey string, tags []string, st *
 	for _, t := range tags {
 		args = append(args, t)
 	}
-	gen, err := lua.QuotaRegister.Run(ctx, sc.rdb, []string{reqKey}, args...).Int64()
+	gen, err := sc.run(ctx, lua.QuotaRegister, []string{reqKey}, args...).Int64()
 	if err != nil {
 		return 0, stepResult{}, fmt.Errorf("register: %w", err)
 	}
@@ -207,7 +208,7 @@ func (sc *scripts) last(ctx context.Context, reqKey string, gen int64, st *step,
 // settle completes a request ("C") or bumps its generation to give back ("G"); see
 // quota_settle.lua.
 func (sc *scripts) settle(ctx context.Context, reqKey, op string, gen int64) (int64, error) {
-	out, err := lua.QuotaSettle.Run(ctx, sc.rdb, []string{reqKey}, op, gen, sc.idemTTL).Int64()
+	out, err := sc.run(ctx, lua.QuotaSettle, []string{reqKey}, op, gen, sc.idemTTL).Int64()
 	if err == nil && out != settleComplete && out != settleGiveBack && out != settleRolledBack {
 		err = fmt.Errorf("quota_settle.lua answered %d", out)
 	}
@@ -249,7 +250,7 @@ func (sc *scripts) giveBack(ctx context.Context, base, mode, attempt, idemKey st
 		keys = appendCounterKeys(keys, base, rs[i].kind, rs[i].seg, rs[i].dim)
 		args = append(args, kindArg(rs[i].kind), rs[i].amount)
 	}
-	v, err := lua.QuotaGiveBack.Run(ctx, sc.rdb, keys, args...).Slice()
+	v, err := sc.run(ctx, lua.QuotaGiveBack, keys, args...).Slice()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -324,7 +325,7 @@ func (sc *scripts) record(ctx context.Context, base, idemKey string) (state, att
 
 // close marks a request rolled back and returns the identities its deducts noted.
 func (sc *scripts) close(ctx context.Context, reqKey string) ([]string, error) {
-	return lua.QuotaClose.Run(ctx, sc.rdb, []string{reqKey}, sc.idemTTL).StringSlice()
+	return sc.run(ctx, lua.QuotaClose, []string{reqKey}, sc.idemTTL).StringSlice()
 }
 
 // check runs quota_check.lua: what quota_deduct.lua would answer for the step now, in its

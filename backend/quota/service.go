@@ -11,6 +11,7 @@ package quota
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -42,8 +43,11 @@ type Config struct {
 	// UndoTimeout bounds giving back a refused deduct's steps, which goes on after the
 	// request's context ended (2s).
 	UndoTimeout time.Duration
-	Clock       clock.Clock // the wall clock
-	Log         *slog.Logger
+	// Durability says when a write may be answered: at once (the zero value), or once enough
+	// replicas acknowledged it (CheckReplicas tells whether the Redis has them).
+	Durability Durability
+	Clock      clock.Clock // the wall clock
+	Log        *slog.Logger
 	// Metrics registers the service's counts (Service.Metrics) for /metrics; nil: not exported.
 	Metrics prometheus.Registerer
 }
@@ -71,7 +75,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg:     cfg,
-		scripts: scripts{rdb: cfg.Redis, idemTTL: any(msString(cfg.IdemTTL)), cluster: isCluster(cfg.Redis)},
+		scripts: scripts{rdb: cfg.Redis, idemTTL: any(msString(cfg.IdemTTL)), cluster: isCluster(cfg.Redis), durability: cfg.Durability},
 		store:   &ruleStore{pool: cfg.DB},
 		subject: cfg.NATSPrefix + ".quota.rules",
 		done:    make(chan struct{}),
@@ -79,6 +83,13 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	s.rules = newRuleCache(s.store, cfg.Log, &s.metrics)
 	if err := s.rules.reload(ctx); err != nil {
 		return nil, fmt.Errorf("quota: load rules: %w", err)
+	}
+	if n := cfg.Durability.MinReplicas; n > 0 {
+		if err := CheckReplicas(ctx, cfg.Redis, n); errors.Is(err, errTooFewReplicas) {
+			return nil, err
+		} else if err != nil {
+			cfg.Log.Warn("quota: could not count Redis replicas at start; writes answer 503 until enough acknowledge", "err", err)
+		}
 	}
 	if err := s.scripts.loadScripts(ctx); err != nil {
 		cfg.Log.Warn("quota: scripts not loaded yet; they load on first use", "err", err)
@@ -130,6 +141,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.UndoTimeout <= 0 {
 		cfg.UndoTimeout = 2 * time.Second
+	}
+	if cfg.Durability.MinReplicas > 0 && cfg.Durability.Wait <= 0 {
+		cfg.Durability.Wait = 100 * time.Millisecond
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System{}

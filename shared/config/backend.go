@@ -44,7 +44,13 @@ type Backend struct {
 	FlashKeysKeep     time.Duration `env:"VG_FLASH_KEYS_KEEP" envDefault:"168h"` // after a flash voucher ends; 0: for good
 	QuotaIdemTTL      time.Duration `env:"VG_QUOTA_IDEM_TTL" envDefault:"168h"`
 	QuotaRefreshEvery time.Duration `env:"VG_QUOTA_REFRESH_EVERY" envDefault:"10s"`
-	ShutdownGrace     time.Duration `env:"VG_SHUTDOWN_GRACE" envDefault:"10s"` // how long requests in flight may finish after SIGTERM
+	// QuotaDurability says when a quota write is answered: "async" at once (a Redis failover may
+	// lose it), "replicated" once QuotaMinReplicas replicas acknowledged it, waiting at most
+	// QuotaWaitTimeout (then 503: the client's retry with the same idemKey settles it).
+	QuotaDurability  string        `env:"VG_QUOTA_DURABILITY" envDefault:"async"`
+	QuotaMinReplicas int           `env:"VG_QUOTA_MIN_REPLICAS" envDefault:"1"`
+	QuotaWaitTimeout time.Duration `env:"VG_QUOTA_WAIT_TIMEOUT" envDefault:"100ms"`
+	ShutdownGrace    time.Duration `env:"VG_SHUTDOWN_GRACE" envDefault:"10s"` // how long requests in flight may finish after SIGTERM
 	Log
 }
 
@@ -53,6 +59,15 @@ const MaxNATSReplicas = 5
 
 func natsReplicasError(n int) error {
 	return fmt.Errorf("VG_NATS_REPLICAS is %d; expected 1 (one NATS server) to %d, such as 3 on a three-node cluster", n, MaxNATSReplicas)
+}
+
+// QuotaReplicas is how many replicas must acknowledge a quota write before it is answered: 0
+// with VG_QUOTA_DURABILITY=async.
+func (c Backend) QuotaReplicas() int {
+	if c.QuotaDurability != "replicated" {
+		return 0
+	}
+	return c.QuotaMinReplicas
 }
 
 // LoadBackend reads the backend's settings and checks them.
@@ -100,6 +115,12 @@ func (c Backend) Check() error {
 	case c.FlashKeysKeep != 0 && c.FlashKeysKeep < minFlashKeysKeep+c.HoldTTL:
 		return fmt.Errorf("VG_FLASH_KEYS_KEEP is %v; expected 0 (keep for good) or at least %v plus VG_HOLD_TTL (%v), such as 168h: reconciliation keeps a voucher a day after its end",
 			c.FlashKeysKeep, minFlashKeysKeep, c.HoldTTL)
+	case c.QuotaDurability != "async" && c.QuotaDurability != "replicated":
+		return fmt.Errorf("VG_QUOTA_DURABILITY is %q; expected async (answer at once) or replicated (answer once VG_QUOTA_MIN_REPLICAS replicas have the write)", c.QuotaDurability)
+	case c.QuotaDurability == "replicated" && c.QuotaMinReplicas < 1:
+		return fmt.Errorf("VG_QUOTA_MIN_REPLICAS is %d; expected at least 1 with VG_QUOTA_DURABILITY=replicated", c.QuotaMinReplicas)
+	case c.QuotaDurability == "replicated" && (c.QuotaWaitTimeout < time.Millisecond || c.QuotaWaitTimeout >= c.RedisTimeout):
+		return fmt.Errorf("VG_QUOTA_WAIT_TIMEOUT is %v; expected at least 1ms and less than VG_REDIS_TIMEOUT (%v), such as 100ms", c.QuotaWaitTimeout, c.RedisTimeout)
 	case c.QuotaRefreshEvery <= 0:
 		return fmt.Errorf("VG_QUOTA_REFRESH_EVERY is %v; expected a positive duration such as 10s", c.QuotaRefreshEvery)
 	case c.MaxHeaderBytes < minHeaderBytes:

@@ -39,7 +39,7 @@ func TestLoadBackendDefaultsPassCheck(t *testing.T) {
 		t.Fatalf("the defaults: %v", err)
 	}
 	if c.Addr != "127.0.0.1:8080" || c.HoldTTL != 15*time.Minute || c.DBTimeout != 2*time.Second ||
-		c.ReconcileGrace != time.Minute || c.MaxClockSkew != time.Second || c.DBMaxConns != 32 || c.QuotaIdemTTL != 168*time.Hour {
+		c.ReconcileGrace != time.Minute || c.MaxClockSkew != time.Second || c.QuotaReplicas() != 0 || c.DBMaxConns != 32 || c.QuotaIdemTTL != 168*time.Hour {
 		t.Fatalf("defaults read as %+v", c)
 	}
 }
@@ -119,7 +119,8 @@ func TestBackendCheck(t *testing.T) {
 		return Backend{HoldTTL: 15 * time.Minute, RequestTimeout: 5 * time.Second, DBTimeout: 2 * time.Second,
 			RedisTimeout: 300 * time.Millisecond, DBMaxConns: 1, ReconcileGrace: 4*time.Second + time.Millisecond,
 			QuotaIdemTTL: time.Second, QuotaRefreshEvery: time.Nanosecond, MaxBodyBytes: 256, MaxHeaderBytes: 1024,
-			ShutdownGrace: time.Nanosecond, NATSReplicas: MaxNATSReplicas, APIKeysPoll: 0 /* off */}
+			ShutdownGrace: time.Nanosecond, NATSReplicas: MaxNATSReplicas, APIKeysPoll: 0, /* off */
+			QuotaDurability: "replicated", QuotaMinReplicas: 1, QuotaWaitTimeout: 300*time.Millisecond - 1}
 	}
 	if err := valid().Check(); err != nil {
 		t.Fatalf("settings at each bound's edge: %v", err)
@@ -140,6 +141,10 @@ func TestBackendCheck(t *testing.T) {
 		{"VG_RECONCILE_GRACE", func(c *Backend) { c.MaxClockSkew = c.ReconcileGrace - 2*c.DBTimeout }},
 		{"VG_QUOTA_IDEM_TTL", func(c *Backend) { c.QuotaIdemTTL = time.Second - 1 }},
 		{"VG_QUOTA_REFRESH_EVERY", func(c *Backend) { c.QuotaRefreshEvery = 0 }},
+		{"VG_QUOTA_DURABILITY", func(c *Backend) { c.QuotaDurability = "sync" }},
+		{"VG_QUOTA_MIN_REPLICAS", func(c *Backend) { c.QuotaMinReplicas = 0 }},
+		{"VG_QUOTA_WAIT_TIMEOUT", func(c *Backend) { c.QuotaWaitTimeout = c.RedisTimeout }},
+		{"VG_QUOTA_WAIT_TIMEOUT", func(c *Backend) { c.QuotaWaitTimeout = time.Millisecond - 1 }},
 		{"VG_API_KEYS_POLL", func(c *Backend) { c.APIKeysPoll = -time.Second }},
 		{"VG_FLASH_KEYS_KEEP", func(c *Backend) { c.FlashKeysKeep = 25*time.Hour + c.HoldTTL - 1 }},
 		{"VG_FLASH_KEYS_KEEP", func(c *Backend) { c.FlashKeysKeep = -time.Hour }},
