@@ -46,7 +46,7 @@ vet:
 ## bench: the system's benchmarks, each beside its baseline in the same run (see docs/BENCHMARKS.md)
 bench: services bench-edge bench-sale
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20000x ./backend/gate
-	$(GO) test -run '^$$' -bench 'VersusRedisBenchmark' -benchtime 1x ./backend/quota
+	$(GO) test -run '^$$' -bench 'VersusRedisBenchmark|Durability' -benchtime 1x ./backend/quota
 	$(GO) test -run '^$$' -bench 'HTTPVersusRedisBenchmark' -benchtime 1x ./backend/api
 	$(GO) test -run '^$$' -bench 'DeductReaders(Body|Handler)' -benchmem -count 3 ./backend/api
 	$(GO) test -run '^$$' -bench 'ReserveKeyCheck|KeyCheck' -benchmem -benchtime 20000x -count 3 ./backend/api

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +162,22 @@ func (r reloadOnFailure) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 			r.c.ReloadState(ctx)
 		}
 		return err
+	}
+}
+
+// replicated on a Redis with no replica cannot keep its promise: the service refuses to start,
+// naming the setting and what to run instead.
+func TestReplicatedRefusesARedisWithoutReplicas(t *testing.T) {
+	e := newEnv(t, time.Now())
+	cfg := e.cfg
+	cfg.Durability = quota.Durability{MinReplicas: 1, Wait: 50 * time.Millisecond}
+	_, err := quota.New(context.Background(), cfg)
+	if err == nil {
+		t.Fatal("started with replicated on a Redis without replicas")
+	}
+	for _, want := range []string{"VG_QUOTA_DURABILITY", "VG_QUOTA_MIN_REPLICAS=1", "0 replica(s)", "appendfsync always"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
 	}
 }

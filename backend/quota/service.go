@@ -143,7 +143,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.UndoTimeout = 2 * time.Second
 	}
 	if cfg.Durability.MinReplicas > 0 && cfg.Durability.Wait <= 0 {
-		cfg.Durability.Wait = 100 * time.Millisecond
+		cfg.Durability.Wait = 250 * time.Millisecond
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System{}

@@ -49,7 +49,7 @@ type Backend struct {
 	// QuotaWaitTimeout (then 503: the client's retry with the same idemKey settles it).
 	QuotaDurability  string        `env:"VG_QUOTA_DURABILITY" envDefault:"async"`
 	QuotaMinReplicas int           `env:"VG_QUOTA_MIN_REPLICAS" envDefault:"1"`
-	QuotaWaitTimeout time.Duration `env:"VG_QUOTA_WAIT_TIMEOUT" envDefault:"100ms"`
+	QuotaWaitTimeout time.Duration `env:"VG_QUOTA_WAIT_TIMEOUT" envDefault:"250ms"`
 	ShutdownGrace    time.Duration `env:"VG_SHUTDOWN_GRACE" envDefault:"10s"` // how long requests in flight may finish after SIGTERM
 	Log
 }
@@ -120,7 +120,7 @@ func (c Backend) Check() error {
 	case c.QuotaDurability == "replicated" && c.QuotaMinReplicas < 1:
 		return fmt.Errorf("VG_QUOTA_MIN_REPLICAS is %d; expected at least 1 with VG_QUOTA_DURABILITY=replicated", c.QuotaMinReplicas)
 	case c.QuotaDurability == "replicated" && (c.QuotaWaitTimeout < time.Millisecond || c.QuotaWaitTimeout >= c.RedisTimeout):
-		return fmt.Errorf("VG_QUOTA_WAIT_TIMEOUT is %v; expected at least 1ms and less than VG_REDIS_TIMEOUT (%v), such as 100ms", c.QuotaWaitTimeout, c.RedisTimeout)
+		return fmt.Errorf("VG_QUOTA_WAIT_TIMEOUT is %v; expected at least 1ms and less than VG_REDIS_TIMEOUT (%v), such as 250ms", c.QuotaWaitTimeout, c.RedisTimeout)
 	case c.QuotaRefreshEvery <= 0:
 		return fmt.Errorf("VG_QUOTA_REFRESH_EVERY is %v; expected a positive duration such as 10s", c.QuotaRefreshEvery)
 	case c.MaxHeaderBytes < minHeaderBytes:
