@@ -61,7 +61,7 @@ func TestDashboardAndAlertsAgainstRunningProcesses(t *testing.T) {
 	backendLogBefore, edgeLogBefore := len(s.backend.Output()), len(s.edge.Output())
 	code, answers := s.sale(t, 20, 50)
 
-	backendMetrics := testkit.ScrapeMetrics(t, s.backend.URL()+"/metrics")
+	backendMetrics := testkit.ScrapeMetrics(t, s.backend.OpsURL()+"/metrics")
 	edgeMetrics := testkit.ScrapeMetrics(t, "http://"+s.edgeOps+"/metrics")
 
 	served := map[string]bool{}

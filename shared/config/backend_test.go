@@ -138,6 +138,7 @@ func TestBackendCheck(t *testing.T) {
 		{"VG_RECONCILE_GRACE", func(c *Backend) { c.ReconcileGrace = 2 * c.DBTimeout }},
 		{"VG_QUOTA_IDEM_TTL", func(c *Backend) { c.QuotaIdemTTL = time.Second - 1 }},
 		{"VG_QUOTA_REFRESH_EVERY", func(c *Backend) { c.QuotaRefreshEvery = 0 }},
+		{"VG_BACKEND_OPS_ADDR", func(c *Backend) { c.OpsAddr = "9080" }},
 		{"VG_API_KEYS_POLL", func(c *Backend) { c.APIKeysPoll = -time.Second }},
 		{"VG_FLASH_KEYS_KEEP", func(c *Backend) { c.FlashKeysKeep = 25*time.Hour + c.HoldTTL - 1 }},
 		{"VG_FLASH_KEYS_KEEP", func(c *Backend) { c.FlashKeysKeep = -time.Hour }},

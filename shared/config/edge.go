@@ -234,7 +234,7 @@ func SplitUpstream(s string) (addr string, tls bool, err error) {
 	return s, tls, nil
 }
 
-// OpsOff is the VG_EDGE_OPS_ADDR that turns the ops listener off. An empty value cannot: like
+// OpsOff is the VG_EDGE_OPS_ADDR (or VG_BACKEND_OPS_ADDR) that turns the ops listener off. An empty value cannot: like
 // every variable with a default, an empty one takes the default.
 const OpsOff = "off"
 
