@@ -89,7 +89,7 @@ func TestDashboardAndAlertsAgainstRunningProcesses(t *testing.T) {
 	})
 
 	prom := startPrometheus(t, prometheus, map[string]string{
-		"backend": s.backend.Addr(), "edge": s.edgeOps, "redis": exporterAddr})
+		"backend": s.backend.OpsAddr(), "edge": s.edgeOps, "redis": exporterAddr})
 
 	t.Run("scraped", func(t *testing.T) {
 		queries := []string{

@@ -116,8 +116,11 @@ func (p *Process) Addr() string { return p.addr }
 // URL returns http://host:port, the same across restarts.
 func (p *Process) URL() string { return "http://" + p.addr }
 
-// OpsURL returns the backend's ops listener, http://host:port (/metrics), the same across
-// restarts. The edge runs none: "".
+// OpsAddr returns the backend's ops listener (/metrics), host:port, the same across restarts.
+// The edge runs none: "".
+func (p *Process) OpsAddr() string { return p.opsAddr }
+
+// OpsURL returns http:// and OpsAddr; "" for the edge.
 func (p *Process) OpsURL() string {
 	if p.opsAddr == "" {
 		return ""
