@@ -25,7 +25,8 @@ import (
 // eventMetrics are labelled series the dashboard and the alerts use that a process serves only
 // once what they count has happened, which a short clean sale does not make happen: a
 // compensation, a failed Redis or PostgreSQL call, a reconciliation (the sale's progress
-// gauges). Each must still be in the README's Metrics table.
+// gauges); or only with a setting the sale runs without (service API keys). Each must still be
+// in the README's Metrics table.
 var eventMetrics = []string{
 	"vouchergate_compensations_total",
 	"vouchergate_redis_command_errors_total",
@@ -33,6 +34,7 @@ var eventMetrics = []string{
 	"vouchergate_voucher_uses_left",
 	"vouchergate_redis_drift",
 	"vouchergate_voucher_total_limit",
+	"vouchergate_api_keys_stale", // with VG_API_KEYS_FILE
 }
 
 // exporterMetrics are redis_exporter's (oliver006/redis_exporter, Debian's
