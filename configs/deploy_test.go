@@ -99,14 +99,7 @@ type composeFile struct {
 // The compose file's settings are the processes' real variables: a misspelt VG_ name would be
 // ignored by the process, not refused.
 func TestComposeSettingsAreRealVariables(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c composeFile
-	if err := yaml.Unmarshal(raw, &c); err != nil {
-		t.Fatalf("docker-compose.yml: %v", err)
-	}
+	c := readCompose(t)
 	for service, settings := range map[string]any{"backend": config.Backend{}, "edge": config.Edge{}} {
 		known := envNames(reflect.TypeOf(settings))
 		s, ok := c.Services[service]

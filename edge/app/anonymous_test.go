@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"vouchergate/backend/backendtest"
-	"vouchergate/shared/config"
 	"vouchergate/testkit"
 )
 
@@ -20,12 +19,8 @@ const edgeKey = "vg-edge-anonymous-test-key-0123456789abcdef"
 // still running after a bound fails the test (it was meant to refuse to start).
 func runEdgeUntilExit(t *testing.T, env ...string) (int, string) {
 	t.Helper()
-	base := []string{
-		"VG_EDGE_ADDR=" + freeAddr(t), "VG_EDGE_BACKENDS=" + freeAddr(t), "VG_NATS_URL=" + testkit.NATSURL,
-		"VG_NATS_PREFIX=" + testkit.NATSPrefix(), "VG_EDGE_OPS_ADDR=off", "VG_EDGE_SYNC_WAIT=0s",
-	}
 	cmd := exec.Command(backendtest.EdgeBinary(t))
-	cmd.Env = append(append(config.EnvironWithoutVG(), base...), env...)
+	cmd.Env = edgeProcessEnv(t, freeAddr(t), env...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
