@@ -28,8 +28,8 @@ USER nonroot:nonroot
 
 FROM base AS backend
 COPY --from=build /out/backend /usr/local/bin/backend
-ENV VG_BACKEND_ADDR=0.0.0.0:8080
-EXPOSE 8080
+ENV VG_BACKEND_ADDR=0.0.0.0:8080 VG_BACKEND_OPS_ADDR=0.0.0.0:9080
+EXPOSE 8080 9080
 ENTRYPOINT ["/usr/local/bin/backend"]
 
 FROM base AS edge

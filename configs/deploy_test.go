@@ -51,9 +51,37 @@ func runTool(t *testing.T, dir, bin string, args ...string) string {
 	return string(out)
 }
 
+// composeEnv is this process's environment with VG_ADMIN_TOKEN set to token, or unset when token
+// is empty: the one variable docker-compose.yml requires.
+func composeEnv(token string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "VG_ADMIN_TOKEN=") {
+			env = append(env, kv)
+		}
+	}
+	if token != "" {
+		env = append(env, "VG_ADMIN_TOKEN="+token)
+	}
+	return env
+}
+
+// docker-compose.yml is valid with an admin token in the environment, and refuses to run without
+// one, saying which variable to set: it has no default token for anyone to know.
 func TestComposeConfigIsValid(t *testing.T) {
 	compose := tool(t, "docker-compose", "docker-compose")
-	runTool(t, repoRoot, compose, "-f", "docker-compose.yml", "config", "-q")
+	cmd := exec.Command(compose, "-f", "docker-compose.yml", "config", "-q")
+	cmd.Dir, cmd.Env = repoRoot, composeEnv("a-token-of-the-operators-own")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("docker-compose config with VG_ADMIN_TOKEN set: %v\n%s", err, out)
+	}
+
+	cmd = exec.Command(compose, "-f", "docker-compose.yml", "config", "-q")
+	cmd.Dir, cmd.Env = repoRoot, composeEnv("")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "VG_ADMIN_TOKEN") || !strings.Contains(string(out), "openssl rand") {
+		t.Errorf("docker-compose config without VG_ADMIN_TOKEN: err %v, output %q; want a refusal naming VG_ADMIN_TOKEN and how to make one", err, out)
+	}
 }
 
 // composeFile is the part of docker-compose.yml the checks below read.
@@ -61,6 +89,7 @@ type composeFile struct {
 	Services map[string]struct {
 		Command     any               `yaml:"command"`
 		Environment map[string]string `yaml:"environment"`
+		Ports       []string          `yaml:"ports"`
 		Healthcheck *struct {
 			Test []string `yaml:"test"`
 		} `yaml:"healthcheck"`
@@ -70,14 +99,7 @@ type composeFile struct {
 // The compose file's settings are the processes' real variables: a misspelt VG_ name would be
 // ignored by the process, not refused.
 func TestComposeSettingsAreRealVariables(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c composeFile
-	if err := yaml.Unmarshal(raw, &c); err != nil {
-		t.Fatalf("docker-compose.yml: %v", err)
-	}
+	c := readCompose(t)
 	for service, settings := range map[string]any{"backend": config.Backend{}, "edge": config.Edge{}} {
 		known := envNames(reflect.TypeOf(settings))
 		s, ok := c.Services[service]
@@ -224,4 +246,92 @@ func TestDockerfileTargets(t *testing.T) {
 	if !strings.Contains(string(compose), `"/usr/local/bin/wget"`) {
 		t.Error("docker-compose.yml's health checks do not call the wget the Dockerfile adds")
 	}
+}
+
+// readCompose reads docker-compose.yml.
+func readCompose(t *testing.T) composeFile {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c composeFile
+	if err := yaml.Unmarshal(raw, &c); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	return c
+}
+
+// Only the edge's public port is published on every interface: the backend (its admin API,
+// its /metrics) is not published at all, and the edge's ops listener, Prometheus and Grafana
+// only on 127.0.0.1. The admin token comes from the environment, with no default.
+func TestComposePublishesOnlyTheEdge(t *testing.T) {
+	c := readCompose(t)
+	edgePort := portOf(t, c.Services["edge"].Environment["VG_EDGE_ADDR"])
+	for name, s := range c.Services {
+		for _, p := range s.Ports {
+			parts := strings.Split(p, ":")
+			switch {
+			case name == "edge" && len(parts) == 2 && parts[0] == edgePort && parts[1] == edgePort:
+			case len(parts) == 3 && parts[0] == "127.0.0.1":
+			default:
+				t.Errorf("docker-compose.yml: %s publishes %q; only the edge's %s may be published on every interface, anything else on 127.0.0.1:", name, p, edgePort)
+			}
+		}
+	}
+	if ports := c.Services["backend"].Ports; len(ports) != 0 {
+		t.Errorf("docker-compose.yml publishes the backend on %v; the edge is its only way in", ports)
+	}
+	if tok := c.Services["backend"].Environment["VG_ADMIN_TOKEN"]; !strings.HasPrefix(tok, "${VG_ADMIN_TOKEN:?") {
+		t.Errorf("docker-compose.yml: the backend's VG_ADMIN_TOKEN is %q; want ${VG_ADMIN_TOKEN:?...}: required, no default", tok)
+	}
+}
+
+// Prometheus scrapes each process on its ops listener, the one place it serves /metrics: the
+// port of each target is the port its compose service gives VG_BACKEND_OPS_ADDR or
+// VG_EDGE_OPS_ADDR.
+func TestPrometheusScrapesTheOpsListeners(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("prometheus", "prometheus.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		ScrapeConfigs []struct {
+			Job           string `yaml:"job_name"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal(raw, &conf); err != nil {
+		t.Fatalf("prometheus.yml: %v", err)
+	}
+	c := readCompose(t)
+	want := map[string]string{
+		"backend": "backend:" + portOf(t, c.Services["backend"].Environment["VG_BACKEND_OPS_ADDR"]),
+		"edge":    "edge:" + portOf(t, c.Services["edge"].Environment["VG_EDGE_OPS_ADDR"]),
+	}
+	for _, sc := range conf.ScrapeConfigs {
+		w, ok := want[sc.Job]
+		if !ok {
+			continue
+		}
+		delete(want, sc.Job)
+		if len(sc.StaticConfigs) != 1 || !slices.Equal(sc.StaticConfigs[0].Targets, []string{w}) {
+			t.Errorf("prometheus.yml: job %s scrapes %+v; want [%s], its ops listener", sc.Job, sc.StaticConfigs, w)
+		}
+	}
+	for job := range want {
+		t.Errorf("prometheus.yml has no job %s", job)
+	}
+}
+
+// portOf is the port of host:port, failing the test for anything else.
+func portOf(t *testing.T, addr string) string {
+	t.Helper()
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 || i == len(addr)-1 {
+		t.Fatalf("docker-compose.yml: %q is no host:port", addr)
+	}
+	return addr[i+1:]
 }

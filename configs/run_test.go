@@ -31,9 +31,9 @@ const (
 func TestMakeRunScriptServesAndStopsOnCtrlC(t *testing.T) {
 	cfg := backendtest.Config(t)
 	backendtest.DeleteBucketWhenDone(t, cfg)
-	backendAddr, edgeAddr, opsAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	backendAddr, edgeAddr, opsAddr, backendOps := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
 	env := append(config.EnvironWithoutVG(),
-		"VG_BACKEND_ADDR="+backendAddr, "VG_EDGE_ADDR="+edgeAddr, "VG_EDGE_OPS_ADDR="+opsAddr,
+		"VG_BACKEND_ADDR="+backendAddr, "VG_EDGE_ADDR="+edgeAddr, "VG_EDGE_OPS_ADDR="+opsAddr, "VG_BACKEND_OPS_ADDR="+backendOps,
 		"VG_DATABASE_URL="+cfg.DatabaseURL, "VG_REDIS_URL="+cfg.RedisURL, "VG_REDIS_PREFIX="+cfg.RedisPrefix,
 		"VG_NATS_URL="+cfg.NATSURL, "VG_NATS_PREFIX="+cfg.NATSPrefix,
 		// what the Makefile exports for make run
@@ -66,6 +66,10 @@ func TestMakeRunScriptServesAndStopsOnCtrlC(t *testing.T) {
 	})
 	if status != http.StatusCreated || !strings.Contains(body, `"discountAmount":100`) {
 		t.Fatalf("first reservation through the edge: %d %s; want 201 with discountAmount 100", status, body)
+	}
+	// the backend's metrics on its ops listener, none on its public port
+	if st, pub := getStatus("http://"+backendOps+"/metrics"), getStatus("http://"+backendAddr+"/metrics"); st != http.StatusOK || pub != http.StatusNotFound {
+		t.Errorf("make run's backend: /metrics %d on VG_BACKEND_OPS_ADDR, %d on VG_BACKEND_ADDR; want 200 and 404", st, pub)
 	}
 
 	// Ctrl-C: SIGINT to every process of the terminal's foreground group

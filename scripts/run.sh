@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make run: the backend on $VG_BACKEND_ADDR (127.0.0.1:8080, with make's demo voucher and admin
-# token) and the edge in front of it on $VG_EDGE_ADDR (127.0.0.1:8081, its metrics on
-# $VG_EDGE_OPS_ADDR, 127.0.0.1:9081), built as the Dockerfile builds them and run until Ctrl-C
+# token; its metrics on $VG_BACKEND_OPS_ADDR, 127.0.0.1:9080) and the edge in front of it on
+# $VG_EDGE_ADDR (127.0.0.1:8081, its metrics on $VG_EDGE_OPS_ADDR, 127.0.0.1:9081), built as
+# the Dockerfile builds them and run until Ctrl-C
 # (or SIGTERM), which stops both; if one of them stops, the other is stopped too. Logs go to
 # this terminal.
 #
@@ -16,6 +17,7 @@ cd "$(dirname "$0")/.."
 backend_addr=${VG_BACKEND_ADDR:-127.0.0.1:8080}
 edge_addr=${VG_EDGE_ADDR:-127.0.0.1:8081}
 ops_addr=${VG_EDGE_OPS_ADDR:-127.0.0.1:9081}
+backend_ops_addr=${VG_BACKEND_OPS_ADDR:-127.0.0.1:9080}
 export VG_EDGE_BACKENDS=${VG_EDGE_BACKENDS:-$backend_addr}
 
 mkdir -p bin
@@ -66,7 +68,7 @@ for _ in $(seq 1 300); do # the backend migrates and warms the demo voucher firs
 done
 setsid bin/edge &
 edge_pid=$!
-echo "run: edge on http://$edge_addr (metrics on http://$ops_addr) in front of the backend on http://$backend_addr; Ctrl-C stops both" >&2
+echo "run: edge on http://$edge_addr (metrics on http://$ops_addr) in front of the backend on http://$backend_addr (metrics on http://$backend_ops_addr); Ctrl-C stops both" >&2
 status=0
 wait -n || status=$?
 echo "run: a process stopped (status $status); stopping the other" >&2

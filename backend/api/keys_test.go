@@ -101,9 +101,9 @@ func TestEachRouteNeedsAKeyWithItsScope(t *testing.T) {
 				t.Errorf("%s %s: an admin route with scopes %v; /admin takes the admin token only", e.Method, e.Path, scopes)
 			}
 			continue
-		case e.Path == "/healthz" || e.Path == "/readyz" || e.Path == "/metrics":
+		case e.Path == "/healthz" || e.Path == "/readyz":
 			if scopes != 0 {
-				t.Errorf("%s %s needs scopes %v; probes and metrics need none", e.Method, e.Path, scopes)
+				t.Errorf("%s %s needs scopes %v; probes need none", e.Method, e.Path, scopes)
 			}
 			if st, code, _ := (keyed{method: e.Method, uri: e.Path}).send(t, b); st == 401 || st == 403 {
 				t.Errorf("%s %s without a key: %d %s", e.Method, e.Path, st, code)
@@ -155,7 +155,7 @@ func TestEachRouteNeedsAKeyWithItsScope(t *testing.T) {
 		t.Errorf("an admin path with a service key: %d %s; want 401", st, code)
 	}
 
-	m := testkit.ScrapeMetrics(t, b.URL+"/metrics")
+	m := testkit.ScrapeMetrics(t, b.OpsURL+"/metrics")
 	for reason, want := range refusals {
 		if got := m.Value(t, "vouchergate_api_key_refusals_total", "reason", reason); got != want {
 			t.Errorf("refusals for %s: %v; want %v", reason, got, want)
@@ -253,7 +253,7 @@ func TestKeysRotateWithoutRestart(t *testing.T) {
 	if st := stateWith(newKey.Secret); st != 401 {
 		t.Errorf("key rotated out by ReloadKeys: %d; want 401", st)
 	}
-	m := testkit.ScrapeMetrics(t, b.URL+"/metrics")
+	m := testkit.ScrapeMetrics(t, b.OpsURL+"/metrics")
 	// the poller may take the third file before ReloadKeys does, which then loads it again
 	if got := m.Value(t, "vouchergate_api_key_reloads_total", "result", "loaded"); got < 2 || got > 3 {
 		t.Errorf("reloads loaded: %v; want 2 or 3 (the watched change, the third file)", got)
@@ -309,7 +309,7 @@ func TestBackendCommandReloadsKeysOnSIGHUP(t *testing.T) {
 		return resp.StatusCode
 	}
 	reloads := func(result string) float64 {
-		return testkit.ScrapeMetrics(t, p.URL()+"/metrics").Count(t, "vouchergate_api_key_reloads_total", "result", result)
+		return testkit.ScrapeMetrics(t, p.OpsURL()+"/metrics").Count(t, "vouchergate_api_key_reloads_total", "result", result)
 	}
 	if st := stateWith("X-API-Key", old.Secret); st != 200 {
 		t.Fatalf("key of the file at start: %d", st)

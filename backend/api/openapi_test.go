@@ -31,7 +31,8 @@ import (
 // openAPIClock is when the document's examples happen: its vouchers run through December 2026.
 var openAPIClock = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
-// The document names every route the server serves, and no other.
+// The document names every route the server serves, on its public port or its ops listener
+// (/metrics), and no other.
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	doc := testkit.OpenAPI(t)
 	documented := map[api.Endpoint]bool{}
@@ -41,7 +42,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		}
 	}
 	served := map[api.Endpoint]bool{}
-	for _, e := range api.Routes() {
+	for _, e := range append(api.Routes(), api.OpsRoutes()...) {
 		served[e] = true
 		if !documented[e] {
 			t.Errorf("%s %s is served (api.Routes) but not in %s", e.Method, e.Path, testkit.OpenAPIPath)
@@ -75,11 +76,17 @@ type scenario struct {
 	vary   []string
 }
 
+// opsScenarios are sent to the ops listener (VG_BACKEND_OPS_ADDR).
+var opsScenarios = []scenario{
+	{name: "metrics", method: "GET", uri: "/metrics", status: 200},
+	{name: "healthz", method: "GET", uri: "/healthz", status: 200, answer: "ok"},
+	{name: "readyz", method: "GET", uri: "/readyz", status: 200, answer: "ready"},
+}
+
 // openAPIScenarios tell the document's story in order: each depends on those before it.
 var openAPIScenarios = []scenario{
 	{name: "healthz", method: "GET", uri: "/healthz", status: 200, answer: "ok"},
 	{name: "readyz", method: "GET", uri: "/readyz", status: 200, answer: "ready"},
-	{name: "metrics", method: "GET", uri: "/metrics", status: 200},
 
 	{name: "create flash voucher", method: "POST", uri: "/admin/vouchers", example: "flash", status: 201, answer: "flash"},
 	{name: "create normal voucher", method: "POST", uri: "/admin/vouchers", example: "normal", status: 201, answer: "normal"},
@@ -201,6 +208,10 @@ func TestOpenAPIExamplesAgainstBackend(t *testing.T) {
 	}
 	for _, sc := range listViewScenarios {
 		t.Run("list view/"+sc.name, func(t *testing.T) { r.run(t, sc) })
+	}
+	ops := newOpenAPIRunner(t, doc, b.OpsURL, ran)
+	for _, sc := range opsScenarios {
+		t.Run("ops listener/"+sc.name, func(t *testing.T) { ops.run(t, sc) })
 	}
 
 	keyed := backendtest.Config(t)

@@ -22,7 +22,7 @@ type endpoint struct {
 	parts   []string // Path split at '/', without the leading ""
 	hasCode bool     // the path has a {code}, checked before the handler runs
 	// scopes are those of which a service API key needs one to call the route (keys.go); none:
-	// the route needs no key (probes, metrics, and /admin, which has its own token).
+	// the route needs no key (probes, and /admin, which has its own token).
 	scopes apikeys.Scope
 	// on reports whether the route is served by this server (its service configured).
 	on     func(s *Server) bool
@@ -41,7 +41,6 @@ type params struct {
 func vouchersOn(s *Server) bool { return s.vouchers != nil }
 func quotasOn(s *Server) bool   { return s.quotas != nil }
 func jobsOn(s *Server) bool     { return s.opts.Jobs != nil }
-func metricsOn(s *Server) bool  { return s.metrics != nil }
 func always(*Server) bool       { return true }
 
 // endpoints is every route, the one place the API's paths are written, with the scopes a service
@@ -53,8 +52,6 @@ var endpoints = routeTable([]endpoint{
 		}},
 	{Endpoint: Endpoint{"GET", "/readyz"}, name: "readyz", on: always,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.ready(ctx) }},
-	{Endpoint: Endpoint{"GET", "/metrics"}, name: "metrics", on: metricsOn,
-		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.metrics(ctx) }},
 
 	{Endpoint: Endpoint{"POST", "/vouchers/{code}/reservations"}, name: "reserve", on: vouchersOn, scopes: apikeys.Reserve,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.reserve(ctx, p) }},

@@ -39,7 +39,7 @@ type Options struct {
 	MaxBodyBytes   int                   // larger bodies get 413 PAYLOAD_TOO_LARGE (8192)
 	ReadBufferSize int                   // the largest request header read, request line included (fasthttp's 4096)
 	Jobs           Jobs                  // nil: /admin/expire and /admin/reconcile answer 404
-	Metrics        prometheus.Gatherer   // nil: /metrics answers 404
+	Metrics        prometheus.Gatherer   // served at the ops listener's /metrics (ops.go); nil: 404
 	Registerer     prometheus.Registerer // takes the request counts and latencies; nil: not exported
 	Probes         []Probe               // what /readyz checks (ready.go)
 	Log            *slog.Logger

@@ -14,7 +14,7 @@ import (
 // keyRefusals reads b's count of requests refused for reason (keys.go's reason label).
 func keyRefusals(t *testing.T, b *backendtest.Backend, reason string) float64 {
 	t.Helper()
-	return testkit.ScrapeMetrics(t, b.URL+"/metrics").Count(t, "vouchergate_api_key_refusals_total", "reason", reason)
+	return testkit.ScrapeMetrics(t, b.OpsURL+"/metrics").Count(t, "vouchergate_api_key_refusals_total", "reason", reason)
 }
 
 // X-VG-Subject is trusted only from a key with scope edge: from another key, or with no keys

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -120,7 +121,9 @@ func Parse(raw []byte) (*Set, error) {
 	var f file
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
+	if err := dec.Decode(&f); errors.Is(err, io.EOF) {
+		return nil, ErrNoKeys // an empty file, or comments only
+	} else if err != nil {
 		return nil, fmt.Errorf("expected keys: [{name, sha256, scopes: [reserve|quota|read|edge, …]}, …]: %w", err)
 	}
 	if len(f.Keys) == 0 {

@@ -23,7 +23,8 @@ func TestParse(t *testing.T) {
 	}{
 		{"two keys", good, ""},
 		{"no keys", "keys: []\n", "names no key"},
-		{"empty file", "", "expected keys"},
+		{"empty file", "", "names no key"},
+		{"comments only", "# keys: none yet\n", "names no key"},
 		{"unknown field", "keys:\n  - name: a\n    sha256: " + apikeys.Digest("a") + "\n    scopes: [read]\n    secret: a\n", "field secret not found"},
 		{"no name", "keys:\n" + entry("", "k1", "read"), "name is required"},
 		{"same name", "keys:\n" + entry("a", "k1", "read") + entry("a", "k2", "read"), "used twice"},
@@ -88,10 +89,14 @@ func TestKeyringReloads(t *testing.T) {
 		t.Fatalf("unchanged file: %v, old key %v", err, has("k-old"))
 	}
 	testkit.ReplaceFile(t, path, "keys:\n"+entry("new", "k-new", "reserve"))
+	if err := k.Poll(); err != nil || !has("k-old") {
+		t.Fatalf("rotated file, read once: %v; old key %v, want it still in use", err, has("k-old"))
+	}
 	if err := k.Poll(); err != nil || !has("k-new") || has("k-old") {
-		t.Fatalf("rotated file: %v; new key %v, old key %v", err, has("k-new"), has("k-old"))
+		t.Fatalf("rotated file, read the same twice: %v; new key %v, old key %v", err, has("k-new"), has("k-old"))
 	}
 	testkit.ReplaceFile(t, path, "keys: [oops\n")
+	_ = k.Poll()
 	if err := k.Poll(); err == nil || !has("k-new") {
 		t.Fatalf("bad file: %v; the keys before must stay (new key %v)", err, has("k-new"))
 	}

@@ -51,6 +51,7 @@ type App struct {
 
 	notifier *notify.Notifier
 	http     *fasthttp.Server
+	ops      *fasthttp.Server // /healthz, /readyz and /metrics, on the ops listener (VG_BACKEND_OPS_ADDR)
 	log      *slog.Logger
 	stop     context.CancelFunc // ends the jobs
 	jobsDone <-chan struct{}    // closed once they have returned
@@ -125,6 +126,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 		Jobs: a.Jobs, Metrics: a.Metrics, Registerer: a.Metrics, Probes: probes, Log: a.log,
 		ReadBufferSize: config.HeaderLimit(cfg.MaxHeaderBytes).Forwarded()})
 	a.http = a.API.HTTPServer()
+	a.ops = a.API.OpsHTTPServer()
 	jobsCtx, stop := context.WithCancel(context.Background())
 	a.stop = stop
 	a.jobsDone = a.Jobs.Run(jobsCtx)
@@ -216,14 +218,27 @@ func (a *App) Serve(ln net.Listener) error {
 	return d.Serve(ln)
 }
 
-// ListenAndServe answers HTTP on the configured address until Close.
+// ServeOps answers the ops paths (/healthz, /readyz, /metrics) on ln until Close.
+func (a *App) ServeOps(ln net.Listener) error { return a.ops.Serve(ln) }
+
+// ListenAndServe answers HTTP on the configured address, and the ops paths on the ops address
+// if one is set, until Close.
 func (a *App) ListenAndServe() error {
+	errc := make(chan error, 2)
+	if a.Config.HasOps() {
+		ln, err := net.Listen("tcp", a.Config.OpsAddr)
+		if err != nil {
+			return fmt.Errorf("VG_BACKEND_OPS_ADDR=%s: %w", a.Config.OpsAddr, err)
+		}
+		go func() { errc <- a.ServeOps(ln) }()
+	}
 	ln, err := net.Listen("tcp", a.Config.Addr)
 	if err != nil {
 		return fmt.Errorf("VG_BACKEND_ADDR=%s: %w", a.Config.Addr, err)
 	}
-	a.log.Info("backend listening", "addr", a.Config.Addr)
-	return a.Serve(ln)
+	a.log.Info("backend listening", "addr", a.Config.Addr, "ops", a.Config.OpsAddr)
+	go func() { errc <- a.Serve(ln) }()
+	return <-errc
 }
 
 // Close shuts the backend down within the shutdown grace, in order: it stops accepting, lets
@@ -247,6 +262,9 @@ func (a *App) Close() error {
 	var errs []error
 	if a.http != nil {
 		errs = append(errs, a.stopServing(ctx))
+	}
+	if a.ops != nil {
+		errs = append(errs, a.ops.ShutdownWithContext(ctx))
 	}
 	if a.Vouchers != nil {
 		errs = append(errs, a.Vouchers.Close(ctx))

@@ -15,7 +15,7 @@ import (
 func TestMetricsEndpoint(t *testing.T) {
 	clock := &testkit.OffsetClock{}
 	b := backendtest.Start(t, backendtest.Config(t), app.WithClock(clock))
-	url := b.URL + "/metrics"
+	url := b.OpsURL + "/metrics"
 	if st, body := b.Do(t, "POST", "/admin/quota-rules",
 		`{"bizId":1,"identityType":"USER","dimension":"*","limit":1,"window":{"type":"DAY","timezone":"UTC"}}`); st != 201 {
 		t.Fatalf("create a quota rule: %d %s", st, body)

@@ -29,6 +29,7 @@ const Token = "test-admin-token"
 type Backend struct {
 	URL    string // http://127.0.0.1:port
 	Addr   string
+	OpsURL string // the ops listener's http://127.0.0.1:port: /metrics, /healthz, /readyz
 	App    *app.App
 	Config config.Backend
 	client *fasthttp.Client
@@ -86,12 +87,17 @@ func Start(t testing.TB, cfg config.Backend, opts ...app.Option) *Backend {
 		t.Fatalf("listen: %v", err)
 	}
 	go a.Serve(ln)
+	ops, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	go a.ServeOps(ops)
 	t.Cleanup(func() {
 		a.Close()
 		deleteBucket(cfg)
 	})
 	return &Backend{
-		URL: "http://" + ln.Addr().String(), Addr: ln.Addr().String(), App: a, Config: cfg,
+		URL: "http://" + ln.Addr().String(), Addr: ln.Addr().String(), OpsURL: "http://" + ops.Addr().String(), App: a, Config: cfg,
 		client: &fasthttp.Client{MaxConnsPerHost: 512, MaxConnWaitTimeout: 20 * time.Second,
 			ReadTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second},
 	}

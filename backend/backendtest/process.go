@@ -24,6 +24,7 @@ import (
 type Process struct {
 	t       testing.TB
 	addr    string
+	opsAddr string // the backend's ops listener; "" for the edge, which runs none
 	env     []string
 	logPath string
 	binary  func(testing.TB) string // Binary, or EdgeBinary
@@ -36,13 +37,14 @@ type Process struct {
 
 // StartProcess runs the backend command with cfg's stores, prefixes and the test token, and
 // the extra VG_* settings ("VG_DB_TIMEOUT=1s"), on a free port, and returns once it answers
-// /healthz. The environment's own VG_* variables are dropped; the jobs are off (the test runs
-// them) and no demo voucher is made, unless extra says otherwise.
+// /healthz. Its ops listener (/metrics) is on a free port too (OpsURL). The environment's own
+// VG_* variables are dropped; the jobs are off (the test runs them) and no demo voucher is
+// made, unless extra says otherwise.
 func StartProcess(t testing.TB, cfg config.Backend, extra ...string) *Process {
 	t.Helper()
-	addr := freeAddr(t)
+	addr, opsAddr := freeAddr(t), freeAddr(t)
 	env := append(config.EnvironWithoutVG(),
-		"VG_BACKEND_ADDR="+addr,
+		"VG_BACKEND_ADDR="+addr, "VG_BACKEND_OPS_ADDR="+opsAddr,
 		"VG_DATABASE_URL="+cfg.DatabaseURL,
 		"VG_REDIS_URL="+cfg.RedisURL,
 		"VG_REDIS_PREFIX="+cfg.RedisPrefix,
@@ -55,7 +57,7 @@ func StartProcess(t testing.TB, cfg config.Backend, extra ...string) *Process {
 	if len(cfg.RedisClusterAddrs) > 0 {
 		env = append(env, "VG_REDIS_CLUSTER_ADDRS="+strings.Join(cfg.RedisClusterAddrs, ","))
 	}
-	p := &Process{t: t, addr: addr, env: append(env, extra...), logPath: filepath.Join(t.TempDir(), "backend.log"),
+	p := &Process{t: t, addr: addr, opsAddr: opsAddr, env: append(env, extra...), logPath: filepath.Join(t.TempDir(), "backend.log"),
 		binary: Binary, name: "backend"}
 	DeleteBucketWhenDone(t, cfg) // registered first: runs after the process is killed
 	p.run()
@@ -113,6 +115,18 @@ func (p *Process) Addr() string { return p.addr }
 
 // URL returns http://host:port, the same across restarts.
 func (p *Process) URL() string { return "http://" + p.addr }
+
+// OpsAddr returns the backend's ops listener (/metrics), host:port, the same across restarts.
+// The edge runs none: "".
+func (p *Process) OpsAddr() string { return p.opsAddr }
+
+// OpsURL returns http:// and OpsAddr; "" for the edge.
+func (p *Process) OpsURL() string {
+	if p.opsAddr == "" {
+		return ""
+	}
+	return "http://" + p.opsAddr
+}
 
 // Start runs the command and returns once it answers /healthz. A start right after a kill may
 // find the port still held; it tries again.

@@ -87,7 +87,7 @@ func TestVoucherClosedMidSale(t *testing.T) {
 	// Each refusal the database gave a gate winner is a compensating release, counted: at most
 	// one per 422 answered (a 422 given before the gate, once the cache has the end, takes no
 	// use and gives none back).
-	m := testkit.ScrapeMetrics(t, b.URL+"/metrics")
+	m := testkit.ScrapeMetrics(t, b.OpsURL+"/metrics")
 	if m.Has("vouchergate_compensations_total", "result", "failed") {
 		t.Errorf("compensating releases failed: %v", m.Value(t, "vouchergate_compensations_total", "result", "failed"))
 	}

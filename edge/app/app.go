@@ -88,6 +88,7 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 	if a.tokens != nil && cfg.APIKey == "" {
 		a.log.Warn("shoppers' tokens are checked but VG_EDGE_API_KEY is empty: backend calls carry no service key")
 	}
+	a.logPublicAccess()
 	clientOpts := clientOptions(cfg)
 	a.Cache = soldout.New(soldout.Options{TTL: cfg.SoldOutTTL, RefreshAfter: cfg.SoldOutRefresh})
 	a.Pool = newPool(cfg, clientOpts, a.log)

@@ -41,3 +41,21 @@ func loadTLS(cfg config.Edge) (*tls.Config, error) {
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}, nil
 }
+
+// logPublicAccess says once, at start, what anyone who reaches the public port may do, loudly
+// when that is acting with the edge's service key.
+func (a *App) logPublicAccess() {
+	cfg := a.Config
+	switch {
+	case cfg.JWTOn():
+		a.log.Info("public access: reservation, confirm, release and the quota paths need a verified shopper's token and act for its subject only; "+
+			"a sold-out voucher's 409 from memory, /healthz and /readyz need none", "serviceKey", cfg.APIKey != "")
+	case cfg.AnonymousWithKey():
+		a.log.Warn("public access: ANYONE who reaches the edge acts with its service key (VG_EDGE_API_KEY without shoppers' tokens, VG_EDGE_ANONYMOUS=allow): "+
+			"they may reserve, confirm and release any order, and deduct from, roll back and read any quota, within the key's scopes",
+			"anonymous", cfg.Anonymous)
+	default:
+		a.log.Warn("public access: no shoppers' tokens and no service key: requests reach the backends as clients sent them, " +
+			"and the backends decide (one with VG_API_KEYS_FILE refuses them without a key of the caller's own)")
+	}
+}

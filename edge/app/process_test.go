@@ -35,12 +35,8 @@ func startEdgeProcess(t *testing.T, env ...string) *edgeProcess {
 	t.Helper()
 	bin := backendtest.EdgeBinary(t)
 	addr := freeAddr(t)
-	base := []string{
-		"VG_EDGE_ADDR=" + addr, "VG_EDGE_BACKENDS=" + freeAddr(t), "VG_NATS_URL=" + testkit.NATSURL,
-		"VG_NATS_PREFIX=" + testkit.NATSPrefix(), "VG_EDGE_OPS_ADDR=off", "VG_EDGE_SYNC_WAIT=0s",
-	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(append(config.EnvironWithoutVG(), base...), env...)
+	cmd.Env = edgeProcessEnv(t, addr, env...)
 	logPath := filepath.Join(t.TempDir(), "edge.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -79,6 +75,18 @@ func startEdgeProcess(t *testing.T, env ...string) *edgeProcess {
 		return resp.StatusCode == 200
 	})
 	return p
+}
+
+// edgeProcessEnv is the environment of an edge command listening on addr: env over defaults
+// for a test (no backend reachable, the test's NATS prefix, no ops listener), without the VG_
+// variables of the test's own environment.
+func edgeProcessEnv(t *testing.T, addr string, env ...string) []string {
+	t.Helper()
+	base := []string{
+		"VG_EDGE_ADDR=" + addr, "VG_EDGE_BACKENDS=" + freeAddr(t), "VG_NATS_URL=" + testkit.NATSURL,
+		"VG_NATS_PREFIX=" + testkit.NATSPrefix(), "VG_EDGE_OPS_ADDR=off", "VG_EDGE_SYNC_WAIT=0s",
+	}
+	return append(append(config.EnvironWithoutVG(), base...), env...)
 }
 
 // output returns what the process wrote to stdout and stderr so far.

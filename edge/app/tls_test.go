@@ -301,7 +301,7 @@ func TestTokensThroughARealBackend(t *testing.T) {
 		t.Errorf("the edge's state read: %d %s %v; want 200", status, body, err)
 	}
 
-	bm := testkit.ScrapeMetrics(t, b.URL+"/metrics")
+	bm := testkit.ScrapeMetrics(t, b.OpsURL+"/metrics")
 	for reason, want := range map[string]float64{"missing": 0, "unknown": 0, "scope": 0, "subject_untrusted": 0,
 		"subject_mismatch": 2} { // mallory's release and rollback, which only the backend can judge
 		if got := bm.Count(t, "vouchergate_api_key_refusals_total", "reason", reason); got != want {

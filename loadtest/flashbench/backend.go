@@ -89,7 +89,7 @@ func StartBackend(ctx context.Context, srv Servers, binary string) (b *Backend, 
 		return b, err
 	}
 	if err = b.start(binary,
-		"VG_BACKEND_ADDR="+b.Addr, "VG_DATABASE_URL="+dbURL, "VG_REDIS_URL="+srv.RedisURL,
+		"VG_BACKEND_ADDR="+b.Addr, "VG_BACKEND_OPS_ADDR=off", "VG_DATABASE_URL="+dbURL, "VG_REDIS_URL="+srv.RedisURL,
 		"VG_REDIS_PREFIX="+b.redisPfx, "VG_NATS_URL="+srv.NATSURL, "VG_NATS_PREFIX="+b.natsPfx,
 		"VG_ADMIN_TOKEN="+b.Token, "VG_EXPIRE_EVERY=0", "VG_RECONCILE_EVERY=0", "VG_WARMUP_EVERY=0"); err != nil {
 		return b, err

@@ -7,7 +7,10 @@ import (
 
 // Backend is the backend process's settings.
 type Backend struct {
-	Addr              string        `env:"VG_BACKEND_ADDR" envDefault:"127.0.0.1:8080"`
+	Addr string `env:"VG_BACKEND_ADDR" envDefault:"127.0.0.1:8080"`
+	// OpsAddr is the ops listener's: /healthz, /readyz and /metrics, which lists every flash
+	// voucher with its limit and uses left, so it stays off the public port. "off": none.
+	OpsAddr           string        `env:"VG_BACKEND_OPS_ADDR" envDefault:"127.0.0.1:9080"`
 	DatabaseURL       string        `env:"VG_DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/vouchergate?sslmode=disable"`
 	RedisURL          string        `env:"VG_REDIS_URL" envDefault:"redis://127.0.0.1:6379/0"`
 	RedisClusterAddrs []string      `env:"VG_REDIS_CLUSTER_ADDRS" envSeparator:","`
@@ -127,6 +130,11 @@ func (c Backend) Check() error {
 		return fmt.Errorf("%s is %d; expected at least %d", HeaderLimitVar, c.MaxHeaderBytes, minHeaderBytes)
 	case c.MaxBodyBytes < 256:
 		return fmt.Errorf("VG_MAX_BODY_BYTES is %d; expected at least 256", c.MaxBodyBytes)
+	case c.HasOps() && !validHostPort(c.OpsAddr):
+		return fmt.Errorf("VG_BACKEND_OPS_ADDR is %q; expected host:port such as 127.0.0.1:9080, or %q (no ops listener: no /metrics)", c.OpsAddr, OpsOff)
 	}
 	return nil
 }
+
+// HasOps reports whether the backend runs an ops listener.
+func (c Backend) HasOps() bool { return c.OpsAddr != "" && c.OpsAddr != OpsOff }

@@ -145,6 +145,7 @@ func TestBackendCheck(t *testing.T) {
 		{"VG_QUOTA_MIN_REPLICAS", func(c *Backend) { c.QuotaMinReplicas = 0 }},
 		{"VG_QUOTA_WAIT_TIMEOUT", func(c *Backend) { c.QuotaWaitTimeout = c.RedisTimeout }},
 		{"VG_QUOTA_WAIT_TIMEOUT", func(c *Backend) { c.QuotaWaitTimeout = time.Millisecond - 1 }},
+		{"VG_BACKEND_OPS_ADDR", func(c *Backend) { c.OpsAddr = "9080" }},
 		{"VG_API_KEYS_POLL", func(c *Backend) { c.APIKeysPoll = -time.Second }},
 		{"VG_FLASH_KEYS_KEEP", func(c *Backend) { c.FlashKeysKeep = 25*time.Hour + c.HoldTTL - 1 }},
 		{"VG_FLASH_KEYS_KEEP", func(c *Backend) { c.FlashKeysKeep = -time.Hour }},

@@ -73,6 +73,10 @@ type Edge struct {
 	// TLS on the public listener: both or neither (PEM files).
 	TLSCertFile string `env:"VG_EDGE_TLS_CERT_FILE"`
 	TLSKeyFile  string `env:"VG_EDGE_TLS_KEY_FILE"`
+
+	// Anonymous says whether the edge may run with a service key and no shoppers' tokens, where
+	// every anonymous request reaches the backends with the key's scopes (anonymous.go).
+	Anonymous string `env:"VG_EDGE_ANONYMOUS" envDefault:"refuse"`
 	Log
 }
 
@@ -177,7 +181,10 @@ func (c Edge) Check() error {
 	case c.MaxRespBytes < 1024:
 		return fmt.Errorf("VG_EDGE_MAX_RESPONSE_BYTES is %d; expected at least 1024", c.MaxRespBytes)
 	}
-	return c.checkAuth()
+	if err := c.checkAuth(); err != nil {
+		return err
+	}
+	return c.checkAnonymous()
 }
 
 // checkAuth checks the token, service key and TLS settings. The JWKS file and the certificate
@@ -234,7 +241,7 @@ func SplitUpstream(s string) (addr string, tls bool, err error) {
 	return s, tls, nil
 }
 
-// OpsOff is the VG_EDGE_OPS_ADDR that turns the ops listener off. An empty value cannot: like
+// OpsOff is the VG_EDGE_OPS_ADDR (or VG_BACKEND_OPS_ADDR) that turns the ops listener off. An empty value cannot: like
 // every variable with a default, an empty one takes the default.
 const OpsOff = "off"
 

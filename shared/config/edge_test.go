@@ -74,6 +74,8 @@ func TestEdgeErrorsNameTheVariable(t *testing.T) {
 		{"VG_EDGE_JWT_JWKS_FILE", "jwks.json", "VG_EDGE_JWT_AUDIENCE"},
 		{"VG_EDGE_API_KEY", "two words", "VG_EDGE_API_KEY"},
 		{"VG_EDGE_JWT_LEEWAY", "later", "VG_EDGE_JWT_LEEWAY"},
+		{"VG_EDGE_ANONYMOUS", "yes", "VG_EDGE_ANONYMOUS"},
+		{"VG_EDGE_API_KEY", "a-key-and-no-tokens", "VG_EDGE_ANONYMOUS=allow"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
@@ -118,5 +120,24 @@ func TestEdgeDefaultsAreTheLoadedOnes(t *testing.T) {
 	}
 	if d := EdgeDefaults(); !reflect.DeepEqual(d, loaded) {
 		t.Fatalf("defaults %+v; loaded with no VG_ variable %+v", d, loaded)
+	}
+}
+
+// A service key without shoppers' tokens runs only with VG_EDGE_ANONYMOUS=allow; with tokens
+// or without a key the variable changes nothing.
+func TestEdgeAnonymousWithKey(t *testing.T) {
+	for _, tt := range []struct {
+		key, jwks, anonymous string
+		ok                   bool
+	}{
+		{"k", "", "", false}, {"k", "", "refuse", false}, {"k", "", "allow", true},
+		{"", "", "", true}, {"k", "jwks.json", "", true}, {"", "", "allow", true},
+	} {
+		c := EdgeDefaults()
+		c.APIKey, c.JWTJWKSFile, c.Anonymous = tt.key, tt.jwks, tt.anonymous
+		c.JWTAudience, c.JWTIssuer = "aud", "https://id.test/"
+		if err := c.Check(); (err == nil) != tt.ok {
+			t.Errorf("key %q, JWKS %q, VG_EDGE_ANONYMOUS %q: %v; want ok %v", tt.key, tt.jwks, tt.anonymous, err, tt.ok)
+		}
 	}
 }
