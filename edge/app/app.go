@@ -46,6 +46,7 @@ type App struct {
 	tls     *tls.Config      // the public listener's; nil: plain HTTP
 	metrics fasthttp.RequestHandler
 	log     *slog.Logger
+	started time.Time
 	closed  atomic.Bool
 }
 
@@ -70,7 +71,7 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	a := &App{Config: cfg, log: o.log}
+	a := &App{Config: cfg, log: o.log, started: time.Now()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -89,11 +90,12 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 		a.log.Warn("shoppers' tokens are checked but VG_EDGE_API_KEY is empty: backend calls carry no service key")
 	}
 	clientOpts := clientOptions(cfg)
-	a.Cache = soldout.New(soldout.Options{TTL: cfg.SoldOutTTL, RefreshAfter: cfg.SoldOutRefresh})
+	a.Cache = soldout.New(soldout.Options{TTL: cfg.SoldOutTTL, Keep: cfg.SoldOutKeepFor(), RefreshAfter: cfg.SoldOutRefresh})
 	a.Pool = newPool(cfg, clientOpts, a.log)
 	a.Refresher = soldout.NewRefresher(a.Cache, a.Pool, cfg.StateEvery, cfg.BackendTimeout, a.log)
 	if a.Listener, err = listen.Start(listen.Options{
 		URL: cfg.NATSURL, Names: events.Names{Prefix: cfg.NATSPrefix}, Replicas: cfg.NATSReplicas,
+		CheckEvery: cfg.StateCheckEvery(),
 	}, a.Cache, a.log); err != nil {
 		return nil, err
 	}

@@ -59,6 +59,11 @@ type Edge struct {
 	StateEvery     time.Duration `env:"VG_EDGE_STATE_EVERY" envDefault:"200ms"`  // per voucher
 	SyncWait       time.Duration `env:"VG_EDGE_SYNC_WAIT" envDefault:"1s"`
 
+	// The shield without backends: a sold-out entry the NATS state bucket confirms lives this
+	// long past the last confirmation (VG_EDGE_SOLDOUT_TTL when that is longer), so it outlasts
+	// every backend while NATS is up, and NATS too for this long.
+	SoldOutKeep time.Duration `env:"VG_EDGE_SOLDOUT_KEEP" envDefault:"30s"`
+
 	// Shoppers' tokens (issue 14): off while VG_EDGE_JWT_JWKS_FILE is empty. When on, voucher
 	// reservation, confirm and release and the quota paths need a verified bearer token.
 	JWTJWKSFile string        `env:"VG_EDGE_JWT_JWKS_FILE"` // a local JWK Set (JSON)
@@ -154,6 +159,8 @@ func (c Edge) Check() error {
 		return fmt.Errorf("VG_EDGE_CONN_WAIT is %v; expected 0 (do not wait) or a duration such as 100ms", c.ConnWait)
 	case c.SyncWait < 0:
 		return fmt.Errorf("VG_EDGE_SYNC_WAIT is %v; expected 0 or a duration such as 1s", c.SyncWait)
+	case c.SoldOutKeep < 0:
+		return fmt.Errorf("VG_EDGE_SOLDOUT_KEEP is %v; expected a duration such as 30s (0: as VG_EDGE_SOLDOUT_TTL)", c.SoldOutKeep)
 	case c.SoldOutRefresh < 0 || c.SoldOutRefresh >= c.SoldOutTTL:
 		return fmt.Errorf("VG_EDGE_SOLDOUT_REFRESH is %v; expected 0 (off) or a duration below VG_EDGE_SOLDOUT_TTL (%v)", c.SoldOutRefresh, c.SoldOutTTL)
 	case c.MaxConns < 1:
@@ -240,3 +247,14 @@ const OpsOff = "off"
 
 // HasOps reports whether the edge runs an ops listener.
 func (c Edge) HasOps() bool { return c.OpsAddr != "" && c.OpsAddr != OpsOff }
+
+// SoldOutKeepFor is how long a sold-out entry NATS confirmed lives past the confirmation: the
+// longer of VG_EDGE_SOLDOUT_KEEP and VG_EDGE_SOLDOUT_TTL.
+func (c Edge) SoldOutKeepFor() time.Duration { return max(c.SoldOutKeep, c.SoldOutTTL) }
+
+// StateCheckEvery is how often the edge confirms its watch of the NATS state bucket and renews
+// the sold-out entries it confirms: every 2 s, or a quarter of the keep when that is shorter,
+// so an entry is renewed several times within its keep.
+func (c Edge) StateCheckEvery() time.Duration {
+	return max(time.Millisecond, min(2*time.Second, c.SoldOutKeepFor()/4))
+}
