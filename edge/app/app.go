@@ -80,7 +80,7 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 	}()
 
 	var err error
-	if a.tokens, err = loadTokens(cfg); err != nil {
+	if a.tokens, err = loadTokens(cfg, a.log); err != nil {
 		return nil, err
 	}
 	if a.tls, err = loadTLS(cfg); err != nil {
@@ -240,6 +240,9 @@ func (a *App) Close() error {
 	}
 	if a.Pool != nil {
 		a.Pool.Close()
+	}
+	if a.tokens != nil {
+		a.tokens.Close()
 	}
 	if a.upCheck != nil {
 		a.upCheck.Close()

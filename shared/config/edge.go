@@ -72,6 +72,12 @@ type Edge struct {
 	JWTIssuer   string        `env:"VG_EDGE_JWT_ISSUER"`   // required with a JWKS file
 	JWTLeeway   time.Duration `env:"VG_EDGE_JWT_LEEWAY" envDefault:"30s"`
 
+	// Shoppers' tokens from an identity provider's JWK Set, fetched over HTTPS, beside or instead
+	// of the file: on when set.
+	JWTJWKSURL     string        `env:"VG_EDGE_JWT_JWKS_URL"`
+	JWTJWKSRefresh time.Duration `env:"VG_EDGE_JWT_JWKS_REFRESH" envDefault:"5m"` // fetched again this often
+	JWTJWKSWait    time.Duration `env:"VG_EDGE_JWT_JWKS_WAIT" envDefault:"5s"`    // at start, and each fetch, at most
+
 	// The edge's own service key for the backends: a secret, never logged. Empty: none sent.
 	APIKey string `env:"VG_EDGE_API_KEY"`
 
@@ -82,7 +88,7 @@ type Edge struct {
 }
 
 // JWTOn reports whether shoppers' tokens are verified.
-func (c Edge) JWTOn() bool { return c.JWTJWKSFile != "" }
+func (c Edge) JWTOn() bool { return c.JWTJWKSFile != "" || c.JWTJWKSURL != "" }
 
 // TLSOn reports whether the public listener speaks TLS.
 func (c Edge) TLSOn() bool { return c.TLSCertFile != "" }
@@ -197,16 +203,26 @@ func (c Edge) checkAuth() error {
 		return fmt.Errorf("VG_EDGE_API_KEY holds white space; expected the key as issued, on one line")
 	case !c.JWTOn():
 		return nil
+	case c.JWTJWKSURL != "" && !httpsURL(c.JWTJWKSURL):
+		return fmt.Errorf("VG_EDGE_JWT_JWKS_URL is %q; expected your identity provider's key set over HTTPS, such as https://id.example.com/.well-known/jwks.json", c.JWTJWKSURL)
+	case c.JWTJWKSURL != "" && (c.JWTJWKSRefresh < time.Second || c.JWTJWKSWait <= 0):
+		return fmt.Errorf("VG_EDGE_JWT_JWKS_REFRESH is %v and VG_EDGE_JWT_JWKS_WAIT %v; expected durations such as 5m (at least 1s) and 5s", c.JWTJWKSRefresh, c.JWTJWKSWait)
 	case c.JWTAudience == "":
-		return fmt.Errorf("VG_EDGE_JWT_AUDIENCE is empty; expected the audience (aud) your identity provider puts in shoppers' tokens, required with VG_EDGE_JWT_JWKS_FILE")
+		return fmt.Errorf("VG_EDGE_JWT_AUDIENCE is empty; expected the audience (aud) your identity provider puts in shoppers' tokens, required with VG_EDGE_JWT_JWKS_FILE or VG_EDGE_JWT_JWKS_URL")
 	case c.JWTIssuer == "":
-		return fmt.Errorf("VG_EDGE_JWT_ISSUER is empty; expected the issuer (iss) of shoppers' tokens, such as https://id.example.com/, required with VG_EDGE_JWT_JWKS_FILE")
+		return fmt.Errorf("VG_EDGE_JWT_ISSUER is empty; expected the issuer (iss) of shoppers' tokens, such as https://id.example.com/, required with VG_EDGE_JWT_JWKS_FILE or VG_EDGE_JWT_JWKS_URL")
 	case len(c.JWTAlgs) == 0:
 		return fmt.Errorf("VG_EDGE_JWT_ALGS is empty; expected algorithms such as RS256,ES256,EdDSA")
 	case c.JWTLeeway < 0 || c.JWTLeeway > 5*time.Minute:
 		return fmt.Errorf("VG_EDGE_JWT_LEEWAY is %v; expected a small duration from 0 to 5m such as 30s", c.JWTLeeway)
 	}
 	return nil
+}
+
+// httpsURL reports whether s is an https URL naming a host.
+func httpsURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme == "https" && u.Host != ""
 }
 
 func validHostPort(s string) bool {

@@ -74,6 +74,9 @@ func TestEdgeErrorsNameTheVariable(t *testing.T) {
 		{"VG_EDGE_JWT_JWKS_FILE", "jwks.json", "VG_EDGE_JWT_AUDIENCE"},
 		{"VG_EDGE_API_KEY", "two words", "VG_EDGE_API_KEY"},
 		{"VG_EDGE_JWT_LEEWAY", "later", "VG_EDGE_JWT_LEEWAY"},
+		{"VG_EDGE_SOLDOUT_KEEP", "-1s", "VG_EDGE_SOLDOUT_KEEP"},
+		{"VG_EDGE_JWT_JWKS_URL", "http://id.example.com/jwks.json", "VG_EDGE_JWT_JWKS_URL"},
+		{"VG_EDGE_JWT_JWKS_URL", "https://id.example.com/jwks.json", "VG_EDGE_JWT_AUDIENCE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
