@@ -48,6 +48,8 @@ type App struct {
 	log     *slog.Logger
 	started time.Time
 	closed  atomic.Bool
+
+	idleClosed atomic.Uint64 // idle client connections closed to make room near the cap
 }
 
 // Option changes how New builds the edge.
@@ -180,7 +182,8 @@ func (a *App) Serve(ln net.Listener) error {
 	if a.tls != nil {
 		ln = tls.NewListener(ln, a.tls)
 	}
-	caps := proxy.Caps{MaxConns: a.Config.MaxClientConns, MaxConnsPerIP: a.Config.MaxConnsPerIP}
+	caps := proxy.Caps{MaxConns: a.Config.MaxClientConns, MaxConnsPerIP: a.Config.MaxConnsPerIP,
+		IdleClosed: func() { a.idleClosed.Add(1) }}
 	return a.serving.Serve(proxy.ClientListener(ln, caps))
 }
 

@@ -24,6 +24,7 @@ func (a *App) registerMetrics() {
 		counter("vg_edge_nats_syncs_total", "Complete reads of the sold-out set from NATS.", a.Listener.Syncs),
 		counter("vg_edge_nats_states_total", "Voucher states applied from NATS.", a.Listener.Applied),
 		counter("vg_edge_nats_stale_states_total", "Voucher states from NATS ignored as older than the edge's.", a.Listener.Stale),
+		counter("vg_edge_idle_conns_closed_total", "Idle keep-alive client connections closed to make room near VG_EDGE_MAX_CLIENT_CONNS.", a.idleClosed.Load),
 		gauge("vg_edge_nats_unconfirmed_seconds", "Seconds since NATS last confirmed the edge's sold-out states (since start, before it ever did).",
 			func() float64 { return a.unconfirmedFor().Seconds() }),
 		gauge("vg_edge_soldout_unconfirmed_vouchers", "Vouchers answered as sold out from memory while NATS does not confirm them: each for at most VG_EDGE_SOLDOUT_KEEP more.",
