@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"container/list"
 	"crypto/tls"
 	"encoding/json"
 	"net"
@@ -32,7 +31,7 @@ type conns struct {
 	mu    sync.Mutex
 	total int
 	perIP map[netip.Addr]int
-	idle  list.List // of *counted waiting for their next request, oldest idle first
+	idle  idleList // connections waiting for their next request, oldest idle first
 }
 
 func newConns(c Caps) *conns { return &conns{caps: c, perIP: make(map[netip.Addr]int)} }
@@ -93,13 +92,13 @@ func clientIP(c net.Conn) (netip.Addr, bool) {
 
 // counted is what a connection admitted under the caps gives back once, when it closes.
 type counted struct {
-	conns  *conns
-	ip     netip.Addr
-	hasIP  bool
-	closed atomic.Bool
-	conn   net.Conn      // closed to make room while idle
-	idleAt *list.Element // in conns.idle while waiting for a request; guarded by conns.mu
-	isIdle atomic.Bool   // idleAt != nil, read without the lock
+	conns      *conns
+	ip         netip.Addr
+	hasIP      bool
+	closed     atomic.Bool
+	conn       net.Conn    // closed to make room while idle
+	prev, next *counted    // in conns.idle while waiting for a request; guarded by conns.mu
+	isIdle     atomic.Bool // in conns.idle, read without the lock
 }
 
 func (c *counted) done() {

@@ -40,24 +40,55 @@ func (c *counted) waiting(idle bool) {
 	}
 	n.unidleLocked(c)
 	if idle {
-		c.idleAt = n.idle.PushBack(c)
+		n.idle.pushBack(c)
 		c.isIdle.Store(true)
 	}
 }
 
 // unidleLocked takes c off the idle list.
 func (n *conns) unidleLocked(c *counted) {
-	if c.idleAt != nil {
-		n.idle.Remove(c.idleAt)
-		c.idleAt = nil
+	if c.isIdle.Load() {
+		n.idle.remove(c)
 		c.isIdle.Store(false)
 	}
 }
 
+// idleList is a list of connections threaded through them, so that a connection going idle
+// after each request allocates nothing (container/list would allocate an element each time).
+type idleList struct {
+	front, back *counted
+	len         int
+}
+
+func (l *idleList) pushBack(c *counted) {
+	c.prev, c.next = l.back, nil
+	if l.back != nil {
+		l.back.next = c
+	} else {
+		l.front = c
+	}
+	l.back = c
+	l.len++
+}
+
+func (l *idleList) remove(c *counted) {
+	if c.prev != nil {
+		c.prev.next = c.next
+	} else {
+		l.front = c.next
+	}
+	if c.next != nil {
+		c.next.prev = c.prev
+	} else {
+		l.back = c.prev
+	}
+	c.prev, c.next = nil, nil
+	l.len--
+}
+
 // takeIdleLocked counts out the connection idle longest and returns it, or nil when none is.
 func (n *conns) takeIdleLocked() *counted {
-	for e := n.idle.Front(); e != nil; e = n.idle.Front() {
-		c := e.Value.(*counted)
+	for c := n.idle.front; c != nil; c = n.idle.front {
 		n.unidleLocked(c)
 		if c.closed.CompareAndSwap(false, true) { // else it is closing: its done counts it out
 			n.countOutLocked(c)

@@ -69,7 +69,16 @@ func TestAReadMakesAnIdleConnectionBusy(t *testing.T) {
 	if _, err := h.Read(make([]byte, 64)); err != nil {
 		t.Fatal(err)
 	}
-	if h.isIdle.Load() || n.idle.Len() != 0 {
+	if h.isIdle.Load() || n.idle.len != 0 {
 		t.Fatal("a connection reading a request is still idle")
+	}
+}
+
+// Going idle and busy again, once per request, allocates nothing.
+func TestWaitingAllocatesNothing(t *testing.T) {
+	n := newConns(Caps{MaxConns: 8})
+	c := &counted{conns: n}
+	if allocs := testing.AllocsPerRun(100, func() { c.waiting(true); c.waiting(false) }); allocs != 0 {
+		t.Fatalf("%v allocations per request; want 0", allocs)
 	}
 }
