@@ -25,6 +25,12 @@ const maxJWKSBytes = 1 << 20
 // once when its wait would pass the deadline). A fetch that fails, or brings a set with no key
 // usable in the configured algorithms, keeps the set held (guarded.KeyReplaceAll).
 
+// What Options.Wait and Options.Refresh are when not set: the edge's defaults.
+const (
+	defaultWait    = 5 * time.Second
+	defaultRefresh = 5 * time.Minute
+)
+
 // unknownKIDEvery is the least time between fetches caused by unknown kids: the refresh interval,
 // or 30 s when that is longer.
 func unknownKIDEvery(refresh time.Duration) time.Duration { return min(refresh, 30*time.Second) }
@@ -39,6 +45,14 @@ func remoteStorage(ctx context.Context, o Options, given jwkset.Storage) (jwkset
 	log := o.Log
 	if log == nil {
 		log = slog.Default()
+	}
+	// Unset, jwkset would wait a minute per fetch, and a zero limit would let every unknown kid
+	// fetch.
+	if o.Wait <= 0 {
+		o.Wait = defaultWait
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = defaultRefresh
 	}
 	client := o.Client
 	if client == nil {

@@ -65,8 +65,8 @@ type Options struct {
 
 	// The identity provider's JWK Set, fetched over HTTPS (remote.go).
 	JWKSURL string        // https://…; "": none
-	Refresh time.Duration // fetched again this often
-	Wait    time.Duration // the first fetch, at New, and each fetch, take at most this long
+	Refresh time.Duration // fetched again this often; 0: 5m
+	Wait    time.Duration // the first fetch, at New, and each fetch, take at most this long; 0: 5s
 	Client  *http.Client  // nil: Go's defaults (the system's roots)
 	Log     *slog.Logger  // failed fetches; nil: slog.Default()
 }
