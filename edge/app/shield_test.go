@@ -97,7 +97,7 @@ func TestWithNATSDownTooTheEdgeKeepsTheSellOutForTheConfiguredTime(t *testing.T)
 	cfg.NATSURL = nats.URL()
 	p := backendtest.StartProcess(t, cfg)
 	ecfg := shieldConfig(nats.URL(), cfg.NATSPrefix, p.Addr())
-	ecfg.SoldOutKeep = 4 * time.Second // a confirmation every second: three missed before it ends
+	ecfg.SoldOutKeep = 4 * time.Second // a confirmation every 500 ms
 	keep, check := ecfg.SoldOutKeepFor(), ecfg.StateCheckEvery()
 	e := startEdge(t, ecfg)
 	granted, _ := sellOutAndKill(t, p, e, "KEPT")
@@ -106,7 +106,7 @@ func TestWithNATSDownTooTheEdgeKeepsTheSellOutForTheConfiguredTime(t *testing.T)
 	testkit.Eventually(t, "the edge sees NATS down", func() bool { return !e.App.Listener.Connected() })
 
 	// Kept from the last confirmation, which came at most one check before NATS died, for keep.
-	keptUntil, forwardedBy := down.Add(keep-check-check/2), down.Add(keep+check)
+	keptUntil, forwardedBy := down.Add(keep-2*check), down.Add(keep+check)
 	var toldUnconfirmed bool
 	for i := 0; ; i++ {
 		a := e.reserve(t, "KEPT", fmt.Sprintf("new-%d", i), fmt.Sprintf("new-order-%d", i))

@@ -269,8 +269,8 @@ func (c Edge) HasOps() bool { return c.OpsAddr != "" && c.OpsAddr != OpsOff }
 func (c Edge) SoldOutKeepFor() time.Duration { return max(c.SoldOutKeep, c.SoldOutTTL) }
 
 // StateCheckEvery is how often the edge confirms its watch of the NATS state bucket and renews
-// the sold-out entries it confirms: every 2 s, or a quarter of the keep when that is shorter,
-// so an entry is renewed several times within its keep.
+// the sold-out entries it confirms: every 2 s, or an eighth of the keep when that is shorter,
+// so an entry is renewed many times within its keep, and late checks do not let it lapse.
 func (c Edge) StateCheckEvery() time.Duration {
-	return max(time.Millisecond, min(2*time.Second, c.SoldOutKeepFor()/4))
+	return max(time.Millisecond, min(2*time.Second, c.SoldOutKeepFor()/8))
 }
