@@ -196,10 +196,12 @@ func (l *Listener) run() {
 			retry = nil
 		case e, ok := <-updates:
 			if ok {
-				l.apply(e)
 				if e == nil { // the bucket as it was when the watch started has been read
 					l.lastRev.Store(max(l.lastRev.Load(), current.startSeq))
 					l.watching.Store(true)
+				}
+				l.apply(e)
+				if e == nil {
 					l.confirm(current.startedAt)
 				}
 				continue
