@@ -199,11 +199,9 @@ func (l *Listener) run() {
 				if e == nil { // the bucket as it was when the watch started has been read
 					l.lastRev.Store(max(l.lastRev.Load(), current.startSeq))
 					l.watching.Store(true)
+					l.confirm(current.startedAt) // before Synced: an edge serving has its entries renewed
 				}
 				l.apply(e)
-				if e == nil {
-					l.confirm(current.startedAt)
-				}
 				continue
 			}
 			// The watch ended under us: the connection closed (a reconnect asks again), or
