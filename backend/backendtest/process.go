@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"vouchergate/shared/config"
 )
 
@@ -250,4 +252,13 @@ func (p *Process) Signal(sig os.Signal) {
 	if err := cmd.Process.Signal(sig); err != nil {
 		p.t.Fatalf("signal backend pid %d: %v", cmd.Process.Pid, err)
 	}
+}
+
+// Client returns a Backend that calls this process's address (admin paths with the test
+// token), for creating vouchers and releasing holds on a backend the test can kill. It has no
+// App; it works across restarts.
+func (p *Process) Client() *Backend {
+	return &Backend{URL: p.URL(), Addr: p.addr, client: &fasthttp.Client{
+		MaxConnsPerHost: 64, ReadTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second,
+	}}
 }

@@ -46,7 +46,10 @@ type App struct {
 	tls     *tls.Config      // the public listener's; nil: plain HTTP
 	metrics fasthttp.RequestHandler
 	log     *slog.Logger
+	started time.Time
 	closed  atomic.Bool
+
+	idleClosed atomic.Uint64 // idle client connections closed to make room near the cap
 }
 
 // Option changes how New builds the edge.
@@ -70,7 +73,7 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	a := &App{Config: cfg, log: o.log}
+	a := &App{Config: cfg, log: o.log, started: time.Now()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -79,7 +82,7 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 	}()
 
 	var err error
-	if a.tokens, err = loadTokens(cfg); err != nil {
+	if a.tokens, err = loadTokens(cfg, a.log); err != nil {
 		return nil, err
 	}
 	if a.tls, err = loadTLS(cfg); err != nil {
@@ -90,11 +93,12 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 	}
 	a.logPublicAccess()
 	clientOpts := clientOptions(cfg)
-	a.Cache = soldout.New(soldout.Options{TTL: cfg.SoldOutTTL, RefreshAfter: cfg.SoldOutRefresh})
+	a.Cache = soldout.New(soldout.Options{TTL: cfg.SoldOutTTL, Keep: cfg.SoldOutKeepFor(), RefreshAfter: cfg.SoldOutRefresh})
 	a.Pool = newPool(cfg, clientOpts, a.log)
 	a.Refresher = soldout.NewRefresher(a.Cache, a.Pool, cfg.StateEvery, cfg.BackendTimeout, a.log)
 	if a.Listener, err = listen.Start(listen.Options{
 		URL: cfg.NATSURL, Names: events.Names{Prefix: cfg.NATSPrefix}, Replicas: cfg.NATSReplicas,
+		CheckEvery: cfg.StateCheckEvery(),
 	}, a.Cache, a.log); err != nil {
 		return nil, err
 	}
@@ -179,7 +183,8 @@ func (a *App) Serve(ln net.Listener) error {
 	if a.tls != nil {
 		ln = tls.NewListener(ln, a.tls)
 	}
-	caps := proxy.Caps{MaxConns: a.Config.MaxClientConns, MaxConnsPerIP: a.Config.MaxConnsPerIP}
+	caps := proxy.Caps{MaxConns: a.Config.MaxClientConns, MaxConnsPerIP: a.Config.MaxConnsPerIP,
+		IdleClosed: func() { a.idleClosed.Add(1) }}
 	return a.serving.Serve(proxy.ClientListener(ln, caps))
 }
 
@@ -239,6 +244,9 @@ func (a *App) Close() error {
 	}
 	if a.Pool != nil {
 		a.Pool.Close()
+	}
+	if a.tokens != nil {
+		a.tokens.Close()
 	}
 	if a.upCheck != nil {
 		a.upCheck.Close()

@@ -3,27 +3,38 @@ package app
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"vouchergate/edge/token"
 	"vouchergate/shared/config"
 )
 
-// loadTokens reads the JWKS file and returns the verifier of shoppers' tokens, or nil when
-// tokens are off. Its errors name the variable to fix.
-func loadTokens(cfg config.Edge) (*token.Verifier, error) {
+// loadTokens reads the JWKS file, fetches the identity provider's key set (waiting at most
+// VG_EDGE_JWT_JWKS_WAIT), and returns the verifier of shoppers' tokens, or nil when tokens are
+// off. Its errors name the variable to fix.
+func loadTokens(cfg config.Edge, log *slog.Logger) (*token.Verifier, error) {
 	if !cfg.JWTOn() {
 		return nil, nil
 	}
-	jwks, err := os.ReadFile(cfg.JWTJWKSFile)
-	if err != nil {
-		return nil, fmt.Errorf("VG_EDGE_JWT_JWKS_FILE=%s: %w", cfg.JWTJWKSFile, err)
+	var jwks []byte
+	if cfg.JWTJWKSFile != "" {
+		var err error
+		if jwks, err = os.ReadFile(cfg.JWTJWKSFile); err != nil {
+			return nil, fmt.Errorf("VG_EDGE_JWT_JWKS_FILE=%s: %w", cfg.JWTJWKSFile, err)
+		}
 	}
 	v, err := token.New(token.Options{
 		JWKS: jwks, Algs: cfg.JWTAlgs, Audience: cfg.JWTAudience, Issuer: cfg.JWTIssuer, Leeway: cfg.JWTLeeway,
+		JWKSURL: cfg.JWTJWKSURL, Refresh: cfg.JWTJWKSRefresh, Wait: cfg.JWTJWKSWait, Log: log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("VG_EDGE_JWT_JWKS_FILE=%s with VG_EDGE_JWT_ALGS=%v: %w", cfg.JWTJWKSFile, cfg.JWTAlgs, err)
+		return nil, fmt.Errorf("VG_EDGE_JWT_JWKS_FILE=%s, VG_EDGE_JWT_JWKS_URL=%s with VG_EDGE_JWT_ALGS=%v: %w",
+			cfg.JWTJWKSFile, cfg.JWTJWKSURL, cfg.JWTAlgs, err)
+	}
+	if !v.Usable(cfg.JWTAlgs) {
+		log.Warn("no key to verify shoppers' tokens yet: every token is refused until the identity provider answers",
+			"VG_EDGE_JWT_JWKS_URL", cfg.JWTJWKSURL, "waited", cfg.JWTJWKSWait)
 	}
 	return v, nil
 }

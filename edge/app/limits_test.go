@@ -2,14 +2,18 @@ package app_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -96,11 +100,13 @@ func TestConnectionCapsRefuseTheConnectionPastThem(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		env    []string
+		idle   bool // the held connections were answered and wait for more; else they sent nothing
 		status int
 		code   string
 	}{
-		{"per address", []string{"VG_EDGE_MAX_CONNS_PER_IP=4"}, 429, wire.CodeTooManyConnections},
-		{"in all", []string{"VG_EDGE_MAX_CLIENT_CONNS=4", "VG_EDGE_MAX_CONNS_PER_IP=0"}, 503, wire.CodeUnavailable},
+		{"per address", []string{"VG_EDGE_MAX_CONNS_PER_IP=4"}, true, 429, wire.CodeTooManyConnections},
+		// Idle connections would make room (TestIdleConnectionsMakeRoomForNewShoppers).
+		{"in all", []string{"VG_EDGE_MAX_CLIENT_CONNS=4", "VG_EDGE_MAX_CONNS_PER_IP=0"}, false, 503, wire.CodeUnavailable},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := startEdgeProcess(t, tt.env...)
@@ -122,9 +128,29 @@ func TestConnectionCapsRefuseTheConnectionPastThem(t *testing.T) {
 				})
 				return held
 			}
+			silent := func(i int) *rawConn {
+				var held *rawConn
+				// Held when no refusal comes: a refused connection is answered at once.
+				testkit.Eventually(t, fmt.Sprintf("connection %d held", i), func() bool {
+					c := dialRaw(t, p.Addr)
+					_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+					if _, err := c.r.ReadByte(); err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+						c.Close()
+						return false
+					}
+					_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+					held = c
+					return true
+				})
+				return held
+			}
 			var held []*rawConn
 			for i := range 4 {
-				held = append(held, served(i+1))
+				if tt.idle {
+					held = append(held, served(i+1))
+				} else {
+					held = append(held, silent(i+1))
+				}
 			}
 			c := dialRaw(t, p.Addr)
 			_, _ = io.WriteString(c, ask)
@@ -150,6 +176,51 @@ func TestConnectionCapsRefuseTheConnectionPastThem(t *testing.T) {
 			held[0].Close()
 			served(5)
 		})
+	}
+}
+
+// A crowd holding keep-alive connections open at the cap in all does not lock new shoppers
+// out: near the cap (7/8 of it) each new connection closes the one idle longest. Raw sockets on
+// the edge's public listener; in-process, so that no readiness check holds a connection.
+func TestIdleConnectionsMakeRoomForNewShoppers(t *testing.T) {
+	ecfg := edgeConfig(testkit.NATSURL, testkit.NATSPrefix(), freeAddr(t))
+	ecfg.MaxClientConns, ecfg.MaxConnsPerIP = 16, 0
+	e := startEdge(t, ecfg)
+	const ask = "GET /healthz HTTP/1.1\r\nHost: edge\r\n\r\n"
+	request := func(c *rawConn) {
+		t.Helper()
+		if _, err := io.WriteString(c, ask); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		if status, body := c.answer(t); status != 200 {
+			t.Fatalf("answer %d %s; want 200", status, body)
+		}
+	}
+	closedByEdge := func(c *rawConn) bool {
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, err := c.r.ReadByte()
+		return err == io.EOF || errors.Is(err, syscall.ECONNRESET)
+	}
+	crowd := make([]*rawConn, 14) // 7/8 of 16: from here each new connection closes an idle one
+	for i := range crowd {
+		crowd[i] = dialRaw(t, e.Addr)
+		request(crowd[i])
+	}
+	time.Sleep(50 * time.Millisecond) // the last answers' connections marked idle
+	request(crowd[0])                 // 0 asks again: now the newest idle
+	time.Sleep(50 * time.Millisecond)
+
+	for i, oldest := range []int{1, 2, 3} {
+		shopper := dialRaw(t, e.Addr)
+		request(shopper)
+		if !closedByEdge(crowd[oldest]) {
+			t.Fatalf("new shopper %d served, but connection %d, idle longest, is still open", i+1, oldest)
+		}
+	}
+	request(crowd[0]) // idle, but not the longest: kept
+	m := testkit.ScrapeMetrics(t, "http://"+e.Ops+"/metrics")
+	if n := m.Value(t, "vg_edge_idle_conns_closed_total"); n != 3 {
+		t.Fatalf("vg_edge_idle_conns_closed_total = %v; want 3", n)
 	}
 }
 

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -22,7 +24,31 @@ func (a *App) registerMetrics() {
 		counter("vg_edge_nats_syncs_total", "Complete reads of the sold-out set from NATS.", a.Listener.Syncs),
 		counter("vg_edge_nats_states_total", "Voucher states applied from NATS.", a.Listener.Applied),
 		counter("vg_edge_nats_stale_states_total", "Voucher states from NATS ignored as older than the edge's.", a.Listener.Stale),
+		counter("vg_edge_idle_conns_closed_total", "Idle keep-alive client connections closed to make room near VG_EDGE_MAX_CLIENT_CONNS.", a.idleClosed.Load),
+		gauge("vg_edge_nats_unconfirmed_seconds", "Seconds since NATS last confirmed the edge's sold-out states (since start, before it ever did).",
+			func() float64 { return a.unconfirmedFor().Seconds() }),
+		gauge("vg_edge_soldout_unconfirmed_vouchers", "Vouchers answered as sold out from memory while NATS does not confirm them: each for at most VG_EDGE_SOLDOUT_KEEP more.",
+			func() float64 { return float64(a.soldOutUnconfirmed()) }),
 	)
+}
+
+// unconfirmedFor is how long ago NATS last confirmed the sold-out states (shared by the
+// metrics and /readyz).
+func (a *App) unconfirmedFor() time.Duration {
+	at := a.Listener.ConfirmedAt()
+	if at.IsZero() {
+		at = a.started
+	}
+	return max(0, time.Since(at))
+}
+
+// soldOutUnconfirmed counts the sold-out vouchers answered from memory while NATS has missed
+// its checks (three check periods without a confirmation): 0 while NATS confirms them.
+func (a *App) soldOutUnconfirmed() int {
+	if a.unconfirmedFor() <= 3*a.Config.StateCheckEvery() {
+		return 0
+	}
+	return len(a.Cache.Codes())
 }
 
 func b2f(b bool) float64 {

@@ -15,6 +15,14 @@
 // when that node dies the client is slow to recreate it elsewhere, or gives up (closing the
 // watch) if the stream has no leader at that moment.
 //
+// The watch is also what keeps the edge's sold-out entries alive without a backend: each time
+// the listener confirms that the watch has delivered everything the bucket holds (its first
+// complete read, then a check that finds it caught up, every CheckEvery), it renews the entry
+// of every voucher the bucket says is sold out (soldout.Cache.Renew), to live Keep past that
+// confirmation. While NATS confirms, a sold-out voucher stays answered whatever the backends
+// do; once it stops (NATS away, the watch stuck), the entries live at most Keep more, and a
+// live backend's reads remain the other source.
+//
 // The backends also publish each state on a plain subject; the edge does not subscribe to it,
 // since the watch already carries the same payload in order.
 //
@@ -60,8 +68,13 @@ type Listener struct {
 	synced   chan struct{} // closed after the first complete snapshot
 	syncOnce sync.Once
 	syncs    atomic.Uint64 // complete snapshots so far
-	applied  atomic.Uint64 // states applied from the bucket
-	stale    atomic.Uint64 // states from the bucket older than the cache's, ignored
+	// The bucket as the current watch has delivered it: the vouchers whose state there is sold
+	// out, and when the watch was last known to have delivered the whole bucket (unix ns).
+	bucketMu    sync.Mutex
+	bucketSold  map[string]bool
+	confirmedAt atomic.Int64
+	applied     atomic.Uint64 // states applied from the bucket
+	stale       atomic.Uint64 // states from the bucket older than the cache's, ignored
 	// What checkWatch compares with the bucket: the newest revision the current watch has
 	// delivered (or found in the bucket when it started), and whether it has read the whole
 	// bucket yet.
@@ -85,7 +98,7 @@ func Start(o Options, cache *soldout.Cache, log *slog.Logger) (*Listener, error)
 	}
 	l := &Listener{
 		opts: o, cache: cache, log: log,
-		resync: make(chan struct{}, 1), synced: make(chan struct{}),
+		resync: make(chan struct{}, 1), synced: make(chan struct{}), bucketSold: map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
@@ -135,6 +148,15 @@ func (l *Listener) Applied() uint64 { return l.applied.Load() }
 // Stale is the number of states from the bucket ignored as older than the cache's.
 func (l *Listener) Stale() uint64 { return l.stale.Load() }
 
+// ConfirmedAt is when the watch was last known to have delivered the whole bucket, the zero
+// time before it ever was: the sold-out entries are renewed to live VG_EDGE_SOLDOUT_KEEP past it.
+func (l *Listener) ConfirmedAt() time.Time {
+	if n := l.confirmedAt.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
 // Connected reports whether the NATS connection is up.
 func (l *Listener) Connected() bool { return l.nc.IsConnected() }
 
@@ -177,6 +199,7 @@ func (l *Listener) run() {
 				if e == nil { // the bucket as it was when the watch started has been read
 					l.lastRev.Store(max(l.lastRev.Load(), current.startSeq))
 					l.watching.Store(true)
+					l.confirm(current.startedAt) // before Synced: an edge serving has its entries renewed
 				}
 				l.apply(e)
 				continue
@@ -195,6 +218,7 @@ func (l *Listener) run() {
 		current, updates = nil, nil
 		l.watching.Store(false)
 		l.lastRev.Store(0)
+		l.forgetBucket()
 		w, err := l.watch()
 		if err != nil {
 			l.log.Warn("watch voucher states; will retry", "bucket", l.opts.Names.StateBucket(), "err", err)
@@ -208,9 +232,10 @@ func (l *Listener) run() {
 // watch is a running watch of the bucket and the context it lives in: the ordered consumer
 // under it uses that context again whenever it recreates itself.
 type watch struct {
-	watcher  jetstream.KeyWatcher
-	cancel   context.CancelFunc
-	startSeq uint64 // the bucket's last revision just before the watch started
+	watcher   jetstream.KeyWatcher
+	cancel    context.CancelFunc
+	startSeq  uint64    // the bucket's last revision just before the watch started
+	startedAt time.Time // just before startSeq was read
 }
 
 func (w *watch) stop() {
@@ -224,12 +249,13 @@ func (w *watch) stop() {
 // and watches every key.
 func (l *Listener) watch() (*watch, error) {
 	ctx, cancel := context.WithCancel(l.ctx)
+	startedAt := time.Now()
 	w, startSeq, err := l.watchBucket(ctx)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	return &watch{watcher: w, cancel: cancel, startSeq: startSeq}, nil
+	return &watch{watcher: w, cancel: cancel, startSeq: startSeq, startedAt: startedAt}, nil
 }
 
 func (l *Listener) watchBucket(ctx context.Context) (jetstream.KeyWatcher, uint64, error) {
@@ -274,10 +300,16 @@ func (l *Listener) bucketLastRevision(ctx context.Context) (uint64, error) {
 // one NATS node; when that node dies while this connection survives, nats.go notices only
 // after two missed heartbeats (10 s) and, if the stream is still electing a leader then, tries
 // again only 10 s later. Meanwhile the edge would learn nothing.
+//
+// A check that finds the watch caught up (everything the bucket held at the previous check
+// delivered, or nothing newer in the bucket now) confirms the sold-out entries (confirm).
 func (l *Listener) checkWatch() {
 	tick := time.NewTicker(l.opts.CheckEvery)
 	defer tick.Stop()
-	var behind uint64 // the bucket's last revision at the previous check, if the watch lagged it
+	var (
+		behind   uint64    // the bucket's last revision at the previous check, if the watch lagged it
+		behindAt time.Time // when that revision was read
+	)
 	for {
 		select {
 		case <-l.stop:
@@ -295,7 +327,10 @@ func (l *Listener) checkWatch() {
 			l.askResync()
 			behind = 0
 			continue
+		} else if behind != 0 {
+			l.confirm(behindAt) // what the bucket held then has all been delivered
 		}
+		at := time.Now()
 		ctx, cancel := context.WithTimeout(l.ctx, l.opts.CheckEvery)
 		last, err := l.bucketLastRevision(ctx)
 		cancel()
@@ -305,9 +340,45 @@ func (l *Listener) checkWatch() {
 		}
 		behind = 0
 		if last > l.lastRev.Load() {
-			behind = last
+			behind, behindAt = last, at
+		} else {
+			l.confirm(at)
 		}
 	}
+}
+
+// confirm records that the watch had delivered the whole bucket at time at, and renews the
+// entry of every voucher the bucket says is sold out to live Keep past at.
+func (l *Listener) confirm(at time.Time) {
+	if !l.watching.Load() {
+		return
+	}
+	if n := at.UnixNano(); n > l.confirmedAt.Load() {
+		l.confirmedAt.Store(n)
+	}
+	l.bucketMu.Lock()
+	defer l.bucketMu.Unlock()
+	for code := range l.bucketSold {
+		l.cache.Renew(code, at)
+	}
+}
+
+// noteBucket records the bucket's current state of code as the watch delivered it.
+func (l *Listener) noteBucket(code string, soldOut bool) {
+	l.bucketMu.Lock()
+	defer l.bucketMu.Unlock()
+	if soldOut {
+		l.bucketSold[code] = true
+	} else {
+		delete(l.bucketSold, code)
+	}
+}
+
+// forgetBucket drops what the previous watch delivered: a new watch delivers the bucket anew.
+func (l *Listener) forgetBucket() {
+	l.bucketMu.Lock()
+	defer l.bucketMu.Unlock()
+	clear(l.bucketSold)
 }
 
 // apply applies one entry of the bucket to the cache; a nil entry marks a complete snapshot.
@@ -325,16 +396,19 @@ func (l *Listener) apply(e jetstream.KeyValueEntry) {
 	case jetstream.KeyValuePut:
 		var err error
 		if s, err = events.DecodeVoucherState(e.Value()); err != nil {
+			l.noteBucket(code, false)
 			l.log.Warn("voucher state in bucket", "code", code, "err", err)
 			return
 		}
 		if s.Code != code {
+			l.noteBucket(code, false)
 			l.log.Warn("voucher state in bucket under another key", "key", code, "code", s.Code)
 			return
 		}
 	default: // deleted or purged: nothing says it is sold out
 		s = events.VoucherState{Code: code}
 	}
+	l.noteBucket(code, s.SoldOut)
 	if err := l.cache.Apply(s); errors.Is(err, soldout.ErrStale) {
 		l.stale.Add(1)
 		l.log.Debug("voucher state older than the cache's; ignored", "code", code, "version", s.Version)
@@ -344,4 +418,8 @@ func (l *Listener) apply(e jetstream.KeyValueEntry) {
 		return
 	}
 	l.applied.Add(1)
+	if s.SoldOut && l.watching.Load() {
+		// A watch known to be complete just delivered it: as confirmed as a check would make it.
+		l.cache.Renew(code, time.Now())
+	}
 }

@@ -75,7 +75,7 @@ var refusalLabels = []struct {
 }{
 	{token.ErrMalformed, "malformed"}, {token.ErrSignature, "signature"}, {token.ErrExpired, "expired"},
 	{token.ErrNotYetValid, "not_yet_valid"}, {token.ErrAudience, "audience"}, {token.ErrIssuer, "issuer"},
-	{token.ErrClaimMissing, "claim_missing"}, {token.ErrSubject, "subject"},
+	{token.ErrClaimMissing, "claim_missing"}, {token.ErrSubject, "subject"}, {token.ErrCritical, "critical"},
 }
 
 func refusalLabel(err error) string {

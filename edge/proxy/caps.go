@@ -13,12 +13,14 @@ import (
 	"vouchergate/shared/wire"
 )
 
-// Caps bound the client connections the edge holds open (issue 12). They are counted by the
-// edge's listener (ClientListener), not by fasthttp's Concurrency and MaxConnsPerIP, which
-// refuse with a plain-text answer: the listener answers JSON like every other refusal.
+// Caps bound the client connections the edge holds open. They are counted by the edge's
+// listener (ClientListener), not by fasthttp's Concurrency and MaxConnsPerIP, which refuse
+// with a plain-text answer: the listener answers JSON like every other refusal. Near the cap in
+// all, idle keep-alive connections are closed to make room, oldest idle first (idle.go).
 type Caps struct {
-	MaxConns      int // open client connections in all; 0: no cap
-	MaxConnsPerIP int // open connections from one client address; 0: no cap
+	MaxConns      int    // open client connections in all; 0: no cap
+	MaxConnsPerIP int    // open connections from one client address; 0: no cap
+	IdleClosed    func() // called for each idle connection closed to make room; nil: none
 }
 
 // conns counts the open client connections against Caps. It is safe for concurrent use:
@@ -29,33 +31,45 @@ type conns struct {
 	mu    sync.Mutex
 	total int
 	perIP map[netip.Addr]int
+	idle  idleList // connections waiting for their next request, oldest idle first
 }
 
 func newConns(c Caps) *conns { return &conns{caps: c, perIP: make(map[netip.Addr]int)} }
 
 // admit counts in a connection from ip (hasIP false: an address that is not IP, never capped
-// by address) and returns 0, or the status to refuse it with, counting nothing.
-func (n *conns) admit(ip netip.Addr, hasIP bool) int {
+// by address) and returns 0, or the status to refuse it with, counting nothing. Near the cap
+// in all it first counts out the oldest idle connection, which it returns for the caller to
+// close (nil: none).
+func (n *conns) admit(ip netip.Addr, hasIP bool) (status int, closeIdle *counted) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.caps.MaxConns > 0 && n.total >= nearCap(n.caps.MaxConns) {
+		closeIdle = n.takeIdleLocked()
+	}
 	if n.caps.MaxConns > 0 && n.total >= n.caps.MaxConns {
-		return 503
+		return 503, closeIdle
 	}
 	perIP := n.caps.MaxConnsPerIP > 0 && hasIP
 	if perIP && n.perIP[ip] >= n.caps.MaxConnsPerIP {
-		return 429
+		return 429, closeIdle
 	}
 	n.total++
 	if perIP {
 		n.perIP[ip]++
 	}
-	return 0
+	return 0, closeIdle
 }
 
 // release counts out a connection admit took.
-func (n *conns) release(ip netip.Addr, hasIP bool) {
+func (n *conns) release(c *counted) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.countOutLocked(c)
+}
+
+func (n *conns) countOutLocked(c *counted) {
+	n.unidleLocked(c)
+	ip, hasIP := c.ip, c.hasIP
 	n.total--
 	if n.caps.MaxConnsPerIP > 0 && hasIP {
 		if n.perIP[ip] <= 1 {
@@ -78,15 +92,18 @@ func clientIP(c net.Conn) (netip.Addr, bool) {
 
 // counted is what a connection admitted under the caps gives back once, when it closes.
 type counted struct {
-	conns  *conns
-	ip     netip.Addr
-	hasIP  bool
-	closed atomic.Bool
+	conns      *conns
+	ip         netip.Addr
+	hasIP      bool
+	closed     atomic.Bool
+	conn       net.Conn    // closed to make room while idle
+	prev, next *counted    // in conns.idle while waiting for a request; guarded by conns.mu
+	isIdle     atomic.Bool // in conns.idle, read without the lock
 }
 
 func (c *counted) done() {
 	if c.conns != nil && c.closed.CompareAndSwap(false, true) {
-		c.conns.release(c.ip, c.hasIP)
+		c.conns.release(c)
 	}
 }
 

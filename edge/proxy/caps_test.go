@@ -27,7 +27,7 @@ func TestConnsCountInAndOut(t *testing.T) {
 	}
 	var admitted []*counted
 	for i, s := range steps {
-		if got := n.admit(s.ip, s.hasIP); got != s.want {
+		if got, _ := n.admit(s.ip, s.hasIP); got != s.want {
 			t.Fatalf("step %d (%v): admit %d; want %d", i, s.ip, got, s.want)
 		}
 		if s.want == 0 {
@@ -36,10 +36,10 @@ func TestConnsCountInAndOut(t *testing.T) {
 	}
 	admitted[0].done()
 	admitted[0].done() // closed twice: counted out once
-	if got := n.admit(a, true); got != 0 {
+	if got, _ := n.admit(a, true); got != 0 {
 		t.Fatalf("after one of a's closed: admit %d; want 0", got)
 	}
-	if got := n.admit(b, true); got != 503 {
+	if got, _ := n.admit(b, true); got != 503 {
 		t.Fatalf("5 open again: admit %d; want 503", got)
 	}
 	admitted[0] = &counted{conns: n, ip: a, hasIP: true}

@@ -55,7 +55,7 @@ const lineKept = 48
 
 // newHeadConn returns c looking at its first request's header, counted in n from ip.
 func newHeadConn(c net.Conn, n *conns, ip netip.Addr, hasIP bool) *headConn {
-	h := &headConn{Conn: c, counted: counted{conns: n, ip: ip, hasIP: hasIP}}
+	h := &headConn{Conn: c, counted: counted{conns: n, ip: ip, hasIP: hasIP, conn: c}}
 	h.startHead()
 	return h
 }
@@ -75,6 +75,9 @@ func (c *headConn) Read(p []byte) (int, error) {
 	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {
+		if c.isIdle.Load() { // a request arrives: the connection no longer waits (idle.go)
+			c.waiting(false)
+		}
 		if ok, at := c.scan(p[:n]); !ok {
 			c.bad = true
 			if at == 0 {

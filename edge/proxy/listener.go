@@ -7,7 +7,7 @@ import (
 
 // ClientListener wraps ln, the edge's public listener, for its server (NewServer): a
 // connection over caps is answered (429 from one address, 503 in all) and closed before its
-// request is read, and each request's header is refused at a bare LF. Under it, ln may be a
+// request is read, near the cap in all the connection idle longest is closed to make room, and each request's header is refused at a bare LF. Under it, ln may be a
 // tls.NewListener: the headers looked at are the decrypted ones, and the server still sees a
 // TLS connection (ctx.IsTLS, X-Forwarded-Proto: https).
 func ClientListener(ln net.Listener, caps Caps) net.Listener {
@@ -26,7 +26,9 @@ func (l clientListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		ip, hasIP := clientIP(c)
-		if status := l.conns.admit(ip, hasIP); status != 0 {
+		status, idle := l.conns.admit(ip, hasIP)
+		l.conns.closeIdle(idle)
+		if status != 0 {
 			refuse(c, status)
 			continue
 		}

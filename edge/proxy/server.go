@@ -42,5 +42,6 @@ func NewServer(p *Proxy, o ServerOptions) *fasthttp.Server {
 		DisablePreParseMultipartForm: true,
 		ExpectHandler:                p.Expect,
 		HeaderReceived:               p.HeaderReceived,
+		ConnState:                    connState, // idle connections make room near the cap (idle.go)
 	}
 }

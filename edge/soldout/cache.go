@@ -4,8 +4,11 @@
 // An entry is made only from a state that carries the voucher's holders (a NATS event, the
 // state bucket, or the backend's live state read after a 409 passed through): a sell-out
 // learned from a 409 alone never makes one, because the edge would then turn away retries of
-// granted orders. Entries expire after a TTL so that a missed "back in stock" cannot block a
-// sale for long, and a Refresher reads the live state again before a busy entry expires.
+// granted orders. An entry expires after a TTL so that a missed "back in stock" cannot block a
+// sale for long; a Refresher reads the live state again before a busy entry expires, and the
+// NATS listener renews the entries of vouchers its watch of the state bucket confirms sold
+// out (Renew), for up to Keep past each confirmation, so that the shield does not depend on a
+// live backend.
 //
 // The entries live in a bigcache (github.com/allegro/bigcache/v3): per voucher code, a small
 // fixed-size record (sold-out flag, the entry's version, its expiry in unix nanoseconds).
@@ -54,19 +57,19 @@ var ErrStale = errors.New("voucher state older than the one held")
 // Options configure a Cache.
 type Options struct {
 	TTL          time.Duration    // an entry is forgotten this long after it was learned
-	RefreshAfter time.Duration    // a looked-up entry this old asks for a refresh; 0: never
+	Keep         time.Duration    // an entry Renew confirmed lives this long past the confirmation; TTL when shorter
+	RefreshAfter time.Duration    // a looked-up entry asks for a refresh this often; 0: never
 	Now          func() time.Time // the clock entries are learned by; time.Now when nil
 }
 
 // Entry is what the edge knows about one sold-out voucher. It is immutable once published,
-// except for its refresh flag.
+// except for when it last asked for a refresh.
 type Entry struct {
-	code       string
-	version    uint64 // the version of the bigcache record this entry belongs to
-	holders    *events.HolderFilter
-	at         time.Time // the state's time, as the backend wrote it
-	learned    time.Time // when this edge learned it, by the cache's clock
-	refreshing atomic.Bool
+	code    string
+	version uint64 // the version of the bigcache record this entry belongs to
+	holders *events.HolderFilter
+	at      time.Time    // the state's time, as the backend wrote it
+	asked   atomic.Int64 // when a lookup last asked for a refresh, unix ns; at first, when the edge learned it
 }
 
 // Code is the voucher's code.
@@ -117,8 +120,8 @@ func decode(v []byte) (record, bool) {
 
 // Cache holds sold-out entries by voucher code. It is safe for concurrent use.
 type Cache struct {
-	ttl, refreshAfter time.Duration
-	now               func() time.Time
+	ttl, keep, refreshAfter time.Duration
+	now                     func() time.Time
 
 	store   *bigcache.BigCache                // the records; evicts them after its LifeWindow
 	closer  *closer                           // stops store's cleaning goroutine
@@ -142,9 +145,10 @@ func New(o Options) *Cache {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	o.Keep = max(o.Keep, o.TTL)
 	// bigcache counts whole seconds and evicts a record only once more than LifeWindow has
-	// passed, so rounding the TTL up never evicts a live entry.
-	life := (o.TTL + time.Second - 1).Truncate(time.Second)
+	// passed since it was set, so rounding the longest life up never evicts a live entry.
+	life := (o.Keep + time.Second - 1).Truncate(time.Second)
 	if life < time.Second {
 		life = time.Second
 	}
@@ -160,7 +164,7 @@ func New(o Options) *Cache {
 		panic("soldout: bigcache: " + err.Error())
 	}
 	c := &Cache{
-		ttl: o.TTL, refreshAfter: o.RefreshAfter, now: o.Now,
+		ttl: o.TTL, keep: o.Keep, refreshAfter: o.RefreshAfter, now: o.Now,
 		store: store, closer: &closer{store: store}, versions: map[string]uint64{}, held: map[string]uint64{},
 	}
 	signal := make(chan struct{})
@@ -179,8 +183,10 @@ func (c *Cache) Close() { c.closer.close() }
 // Lookup returns the live entry of code at time now, or nil when the voucher is not known to
 // be sold out. now is the caller's (the request's time, which fasthttp has already read):
 // reading the clock again would cost the sold-out path a tenth of its time. refresh is true for
-// exactly one lookup of an entry older than RefreshAfter: its caller should ask a Refresher to
-// read the state again. Lookup allocates only bigcache's copies of the key and the record.
+// one lookup per RefreshAfter of an entry learned at least that long ago: its caller should ask
+// a Refresher to read the state again (a read that failed, with every backend down, is asked
+// again one RefreshAfter later). Lookup allocates only bigcache's copies of the key and the
+// record.
 func (c *Cache) Lookup(code []byte, now time.Time) (e *Entry, refresh bool) {
 	// bigcache hashes the key and compares it with the stored one, keeping no reference: the
 	// string may share code's bytes for the call.
@@ -196,16 +202,18 @@ func (c *Cache) Lookup(code []byte, now time.Time) (e *Entry, refresh bool) {
 	if e == nil || e.version != r.version {
 		return nil, false // a write in progress: the backend answers
 	}
-	if c.refreshAfter > 0 && now.Sub(e.learned) >= c.refreshAfter && !e.refreshing.Load() {
-		refresh = e.refreshing.CompareAndSwap(false, true)
+	if c.refreshAfter > 0 {
+		n, last := now.UnixNano(), e.asked.Load()
+		refresh = n-last >= int64(c.refreshAfter) && e.asked.CompareAndSwap(last, n)
 	}
 	return e, refresh
 }
 
 // Apply records state s: a sold-out state (with its holders) makes or replaces the voucher's
-// entry, learned now; any other state removes it. A state older than one applied before
-// (events.VoucherState.Stale) changes nothing and returns ErrStale; a state of the same
-// version is applied again, which renews the entry.
+// entry, learned now, to live TTL (or longer, when the entry it replaces had been renewed
+// further: the voucher is still sold out); any other state removes it. A state older than one
+// applied before (events.VoucherState.Stale) changes nothing and returns ErrStale; a state of
+// the same version is applied again, which renews the entry.
 func (c *Cache) Apply(s events.VoucherState) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -271,15 +279,51 @@ func (c *Cache) applyLocked(s events.VoucherState) error {
 	}
 	// Filter first: until the record of this version is stored, lookups see the versions
 	// disagree and forward, which is always safe.
-	c.publishLocked(s.Code, &Entry{code: s.Code, version: version, holders: s.Holders, at: s.At, learned: now})
+	e := &Entry{code: s.Code, version: version, holders: s.Holders, at: s.At}
+	e.asked.Store(now.UnixNano())
+	expiry := now.Add(c.ttl).UnixNano()
+	if old, ok := c.recordLocked(s.Code); ok && old.soldOut && old.expiry > expiry {
+		expiry = old.expiry
+	}
+	c.publishLocked(s.Code, e)
 	var b [recordSize]byte
-	if err := c.store.Set(s.Code, record{soldOut: true, version: version, expiry: now.Add(c.ttl).UnixNano()}.encode(&b)); err != nil {
+	if err := c.store.Set(s.Code, record{soldOut: true, version: version, expiry: expiry}.encode(&b)); err != nil {
 		c.publishLocked(s.Code, nil)
 		return err
 	}
 	next := make(chan struct{})
 	close(*c.soldOut.Swap(&next))
 	return nil
+}
+
+// Renew makes code's sold-out entry, if it is live, live until Keep past confirmed: the time at
+// which the voucher's state in NATS was known to say sold out. It never shortens an entry,
+// never brings back one that expired, and changes no state: a read in flight (ApplyIf) still
+// applies. It reports whether the entry lives on.
+func (c *Cache) Renew(code string, confirmed time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.recordLocked(code)
+	if !ok || !r.soldOut || c.now().UnixNano() >= r.expiry {
+		return false
+	}
+	if until := confirmed.Add(c.keep).UnixNano(); until > r.expiry {
+		r.expiry = until
+		var b [recordSize]byte
+		if err := c.store.Set(code, r.encode(&b)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// recordLocked reads code's record from bigcache.
+func (c *Cache) recordLocked(code string) (record, bool) {
+	v, err := c.store.Get(code)
+	if err != nil {
+		return record{}, false
+	}
+	return decode(v)
 }
 
 // publishLocked replaces the filters with a copy holding e for code (none when e is nil).

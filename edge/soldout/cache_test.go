@@ -122,7 +122,7 @@ func TestRelearningRestartsTheTTL(t *testing.T) {
 	}
 }
 
-func TestRefreshIsAskedOncePerEntry(t *testing.T) {
+func TestRefreshIsAskedOncePerInterval(t *testing.T) {
 	clk := newClock()
 	c := New(Options{TTL: 5 * time.Second, RefreshAfter: 2 * time.Second, Now: clk.Now})
 	_ = c.Apply(soldOut("FLASH", "o-1"))
@@ -139,7 +139,20 @@ func TestRefreshIsAskedOncePerEntry(t *testing.T) {
 	if asked != 1 {
 		t.Fatalf("old entry asked for %d refreshes; want 1", asked)
 	}
+	// The read failed (every backend down): one interval later the entry asks again, so that
+	// a backend that returns is read.
+	clk.Advance(2*time.Second - time.Millisecond)
+	if _, refresh := c.Lookup([]byte("FLASH"), clk.Now()); refresh {
+		t.Fatal("entry asked again within the interval")
+	}
+	clk.Advance(time.Millisecond)
+	if _, refresh := c.Lookup([]byte("FLASH"), clk.Now()); !refresh {
+		t.Fatal("entry whose refresh came to nothing did not ask again one interval later")
+	}
 	_ = c.Apply(soldOut("FLASH", "o-1")) // the refresh arrives: a new entry
+	if _, refresh := c.Lookup([]byte("FLASH"), clk.Now()); refresh {
+		t.Fatal("refreshed entry asked at once")
+	}
 	clk.Advance(2 * time.Second)
 	if _, refresh := c.Lookup([]byte("FLASH"), clk.Now()); !refresh {
 		t.Fatal("refreshed entry did not ask again once old")

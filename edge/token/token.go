@@ -1,12 +1,13 @@
 // Package token verifies shoppers' JWTs at the edge: a signature by a key of a local JWKS
-// file, in one of the configured algorithms, by the expected issuer for the expected audience,
+// file or of the identity provider's JWKS URL (remote.go), in one of the configured algorithms, by the expected issuer for the expected audience,
 // inside its validity (exp required, nbf honoured, both with a leeway), naming a subject.
 //
 // golang-jwt/jwt parses and checks the claims; MicahParks/keyfunc finds the key by kid in the
 // JWKS. On top of both, a key only verifies the algorithms of its own type (an RSA key RS* and
 // PS*, an EC key the ES* of its curve, an Ed25519 key EdDSA, an oct key HS*) and, when the JWK
 // names one, its own alg: an HS256 token "signed" with an RSA public key as HMAC secret, or one
-// with alg "none", never verifies.
+// with alg "none", never verifies. A header with crit, a time claim that is not a number and a
+// member named twice are refused before the signature is looked at (strict.go).
 package token
 
 import (
@@ -19,6 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -51,21 +54,32 @@ var (
 	ErrSubject = errors.New("the token's sub must be 1 to 64 bytes of text")
 )
 
-// Options configure a Verifier.
+// Options configure a Verifier. JWKS, JWKSURL or both must be given.
 type Options struct {
-	JWKS     []byte           // a JWK Set, as JSON
+	JWKS     []byte           // a JWK Set, as JSON; its keys come before the URL's
 	Algs     []string         // the algorithms accepted, e.g. RS256, ES256, EdDSA, HS256
 	Audience string           // required in aud
 	Issuer   string           // required as iss
 	Leeway   time.Duration    // allowed clock skew for exp and nbf
 	Now      func() time.Time // nil: time.Now
+
+	// The identity provider's JWK Set, fetched over HTTPS (remote.go).
+	JWKSURL string        // https://…; "": none
+	Refresh time.Duration // fetched again this often; 0: 5m
+	Wait    time.Duration // the first fetch, at New, and each fetch, take at most this long; 0: 5s
+	Client  *http.Client  // nil: Go's defaults (the system's roots)
+	Log     *slog.Logger  // failed fetches; nil: slog.Default()
 }
 
-// Verifier checks tokens. It is safe for concurrent use.
+// Verifier checks tokens. It is safe for concurrent use. Close stops its fetches.
 type Verifier struct {
 	parser *jwt.Parser
 	keys   keyfunc.Keyfunc
+	stop   context.CancelFunc
 }
+
+// Close stops fetching the identity provider's keys. The keys held still verify.
+func (v *Verifier) Close() { v.stop() }
 
 // Algorithms the edge knows how to verify.
 var known = map[string]bool{
@@ -84,19 +98,31 @@ func New(o Options) (*Verifier, error) {
 			return nil, fmt.Errorf("algorithm %q is not one of RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA, HS256, HS384, HS512", a)
 		}
 	}
-	var set jwkset.JWKSMarshal
-	if err := json.Unmarshal(o.JWKS, &set); err != nil {
-		return nil, fmt.Errorf("not a JWK Set: %w", err)
+	var storage jwkset.Storage
+	if len(o.JWKS) > 0 || o.JWKSURL == "" {
+		var set jwkset.JWKSMarshal
+		if err := json.Unmarshal(o.JWKS, &set); err != nil {
+			return nil, fmt.Errorf("not a JWK Set: %w", err)
+		}
+		var err error
+		if storage, err = set.ToStorage(); err != nil {
+			return nil, fmt.Errorf("a key of the JWK Set cannot be read: %w", err)
+		}
+		if err := checkKeys(storage, o.Algs); err != nil {
+			return nil, err
+		}
 	}
-	storage, err := set.ToStorage()
+	ctx, stop := context.WithCancel(context.Background())
+	if o.JWKSURL != "" {
+		var err error
+		if storage, err = remoteStorage(ctx, o, storage); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	keys, err := keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: storage, UseWhitelist: []jwkset.USE{jwkset.UseSig, ""}})
 	if err != nil {
-		return nil, fmt.Errorf("a key of the JWK Set cannot be read: %w", err)
-	}
-	if err := checkKeys(storage, o.Algs); err != nil {
-		return nil, err
-	}
-	keys, err := keyfunc.New(keyfunc.Options{Storage: storage, UseWhitelist: []jwkset.USE{jwkset.UseSig, ""}})
-	if err != nil {
+		stop()
 		return nil, err
 	}
 	opts := []jwt.ParserOption{
@@ -111,7 +137,14 @@ func New(o Options) (*Verifier, error) {
 	if o.Now != nil {
 		opts = append(opts, jwt.WithTimeFunc(o.Now))
 	}
-	return &Verifier{parser: jwt.NewParser(opts...), keys: keys}, nil
+	return &Verifier{parser: jwt.NewParser(opts...), keys: keys, stop: stop}, nil
+}
+
+// Usable reports whether the verifier holds a key usable in one of the configured algorithms:
+// false while an identity provider has not answered yet.
+func (v *Verifier) Usable(algs []string) bool {
+	all, err := v.keys.Storage().KeyReadAll(context.Background())
+	return err == nil && checkSet(all, algs) == nil
 }
 
 // checkKeys refuses a JWK Set with no key usable in one of algs, and an HMAC key shorter than
@@ -121,6 +154,11 @@ func checkKeys(s jwkset.Storage, algs []string) error {
 	if err != nil {
 		return err
 	}
+	return checkSet(all, algs)
+}
+
+// checkSet is checkKeys on the keys themselves.
+func checkSet(all []jwkset.JWK, algs []string) error {
 	usable := 0
 	for _, k := range all {
 		m := k.Marshal()
@@ -142,6 +180,9 @@ func checkKeys(s jwkset.Storage, algs []string) error {
 
 // Verify checks raw, a compact JWT, and returns its subject, or one of the errors above.
 func (v *Verifier) Verify(raw string) (string, error) {
+	if err := checkStrict(raw); err != nil {
+		return "", err
+	}
 	var claims jwt.RegisteredClaims
 	if _, err := v.parser.ParseWithClaims(raw, &claims, v.key); err != nil {
 		return "", refusal(err)

@@ -27,9 +27,9 @@ func (c Edge) checkAnonymous() error {
 		return fmt.Errorf("VG_EDGE_ANONYMOUS is %q; expected %s (the default) or %s", c.Anonymous, AnonymousRefuse, AnonymousAllow)
 	}
 	if c.AnonymousWithKey() && c.Anonymous != AnonymousAllow {
-		return fmt.Errorf("VG_EDGE_API_KEY is set but shoppers' tokens are not verified (VG_EDGE_JWT_JWKS_FILE is empty): " +
+		return fmt.Errorf("VG_EDGE_API_KEY is set but shoppers' tokens are not verified (VG_EDGE_JWT_JWKS_FILE and VG_EDGE_JWT_JWKS_URL are empty): " +
 			"every anonymous request would reach the backends with the edge's key, so anyone could release anyone's reservation; " +
-			"set VG_EDGE_JWT_JWKS_FILE (with VG_EDGE_JWT_AUDIENCE and VG_EDGE_JWT_ISSUER) to verify shoppers, " +
+			"set VG_EDGE_JWT_JWKS_FILE or VG_EDGE_JWT_JWKS_URL (with VG_EDGE_JWT_AUDIENCE and VG_EDGE_JWT_ISSUER) to verify shoppers, " +
 			"unset VG_EDGE_API_KEY, or set VG_EDGE_ANONYMOUS=allow to run it so knowingly")
 	}
 	return nil

@@ -59,6 +59,11 @@ type Edge struct {
 	StateEvery     time.Duration `env:"VG_EDGE_STATE_EVERY" envDefault:"200ms"`  // per voucher
 	SyncWait       time.Duration `env:"VG_EDGE_SYNC_WAIT" envDefault:"1s"`
 
+	// The shield without backends: a sold-out entry the NATS state bucket confirms lives this
+	// long past the last confirmation (VG_EDGE_SOLDOUT_TTL when that is longer), so it outlasts
+	// every backend while NATS is up, and NATS too for this long.
+	SoldOutKeep time.Duration `env:"VG_EDGE_SOLDOUT_KEEP" envDefault:"30s"`
+
 	// Shoppers' tokens (issue 14): off while VG_EDGE_JWT_JWKS_FILE is empty. When on, voucher
 	// reservation, confirm and release and the quota paths need a verified bearer token.
 	JWTJWKSFile string        `env:"VG_EDGE_JWT_JWKS_FILE"` // a local JWK Set (JSON)
@@ -66,6 +71,12 @@ type Edge struct {
 	JWTAudience string        `env:"VG_EDGE_JWT_AUDIENCE"` // required with a JWKS file
 	JWTIssuer   string        `env:"VG_EDGE_JWT_ISSUER"`   // required with a JWKS file
 	JWTLeeway   time.Duration `env:"VG_EDGE_JWT_LEEWAY" envDefault:"30s"`
+
+	// Shoppers' tokens from an identity provider's JWK Set, fetched over HTTPS, beside or instead
+	// of the file: on when set.
+	JWTJWKSURL     string        `env:"VG_EDGE_JWT_JWKS_URL"`
+	JWTJWKSRefresh time.Duration `env:"VG_EDGE_JWT_JWKS_REFRESH" envDefault:"5m"` // fetched again this often
+	JWTJWKSWait    time.Duration `env:"VG_EDGE_JWT_JWKS_WAIT" envDefault:"5s"`    // at start, and each fetch, at most
 
 	// The edge's own service key for the backends: a secret, never logged. Empty: none sent.
 	APIKey string `env:"VG_EDGE_API_KEY"`
@@ -81,7 +92,7 @@ type Edge struct {
 }
 
 // JWTOn reports whether shoppers' tokens are verified.
-func (c Edge) JWTOn() bool { return c.JWTJWKSFile != "" }
+func (c Edge) JWTOn() bool { return c.JWTJWKSFile != "" || c.JWTJWKSURL != "" }
 
 // TLSOn reports whether the public listener speaks TLS.
 func (c Edge) TLSOn() bool { return c.TLSCertFile != "" }
@@ -158,6 +169,8 @@ func (c Edge) Check() error {
 		return fmt.Errorf("VG_EDGE_CONN_WAIT is %v; expected 0 (do not wait) or a duration such as 100ms", c.ConnWait)
 	case c.SyncWait < 0:
 		return fmt.Errorf("VG_EDGE_SYNC_WAIT is %v; expected 0 or a duration such as 1s", c.SyncWait)
+	case c.SoldOutKeep < 0:
+		return fmt.Errorf("VG_EDGE_SOLDOUT_KEEP is %v; expected a duration such as 30s (0: as VG_EDGE_SOLDOUT_TTL)", c.SoldOutKeep)
 	case c.SoldOutRefresh < 0 || c.SoldOutRefresh >= c.SoldOutTTL:
 		return fmt.Errorf("VG_EDGE_SOLDOUT_REFRESH is %v; expected 0 (off) or a duration below VG_EDGE_SOLDOUT_TTL (%v)", c.SoldOutRefresh, c.SoldOutTTL)
 	case c.MaxConns < 1:
@@ -197,16 +210,26 @@ func (c Edge) checkAuth() error {
 		return fmt.Errorf("VG_EDGE_API_KEY holds white space; expected the key as issued, on one line")
 	case !c.JWTOn():
 		return nil
+	case c.JWTJWKSURL != "" && !httpsURL(c.JWTJWKSURL):
+		return fmt.Errorf("VG_EDGE_JWT_JWKS_URL is %q; expected your identity provider's key set over HTTPS, such as https://id.example.com/.well-known/jwks.json", c.JWTJWKSURL)
+	case c.JWTJWKSURL != "" && (c.JWTJWKSRefresh < time.Second || c.JWTJWKSWait <= 0):
+		return fmt.Errorf("VG_EDGE_JWT_JWKS_REFRESH is %v and VG_EDGE_JWT_JWKS_WAIT %v; expected durations such as 5m (at least 1s) and 5s", c.JWTJWKSRefresh, c.JWTJWKSWait)
 	case c.JWTAudience == "":
-		return fmt.Errorf("VG_EDGE_JWT_AUDIENCE is empty; expected the audience (aud) your identity provider puts in shoppers' tokens, required with VG_EDGE_JWT_JWKS_FILE")
+		return fmt.Errorf("VG_EDGE_JWT_AUDIENCE is empty; expected the audience (aud) your identity provider puts in shoppers' tokens, required with VG_EDGE_JWT_JWKS_FILE or VG_EDGE_JWT_JWKS_URL")
 	case c.JWTIssuer == "":
-		return fmt.Errorf("VG_EDGE_JWT_ISSUER is empty; expected the issuer (iss) of shoppers' tokens, such as https://id.example.com/, required with VG_EDGE_JWT_JWKS_FILE")
+		return fmt.Errorf("VG_EDGE_JWT_ISSUER is empty; expected the issuer (iss) of shoppers' tokens, such as https://id.example.com/, required with VG_EDGE_JWT_JWKS_FILE or VG_EDGE_JWT_JWKS_URL")
 	case len(c.JWTAlgs) == 0:
 		return fmt.Errorf("VG_EDGE_JWT_ALGS is empty; expected algorithms such as RS256,ES256,EdDSA")
 	case c.JWTLeeway < 0 || c.JWTLeeway > 5*time.Minute:
 		return fmt.Errorf("VG_EDGE_JWT_LEEWAY is %v; expected a small duration from 0 to 5m such as 30s", c.JWTLeeway)
 	}
 	return nil
+}
+
+// httpsURL reports whether s is an https URL naming a host.
+func httpsURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme == "https" && u.Host != ""
 }
 
 func validHostPort(s string) bool {
@@ -247,3 +270,14 @@ const OpsOff = "off"
 
 // HasOps reports whether the edge runs an ops listener.
 func (c Edge) HasOps() bool { return c.OpsAddr != "" && c.OpsAddr != OpsOff }
+
+// SoldOutKeepFor is how long a sold-out entry NATS confirmed lives past the confirmation: the
+// longer of VG_EDGE_SOLDOUT_KEEP and VG_EDGE_SOLDOUT_TTL.
+func (c Edge) SoldOutKeepFor() time.Duration { return max(c.SoldOutKeep, c.SoldOutTTL) }
+
+// StateCheckEvery is how often the edge confirms its watch of the NATS state bucket and renews
+// the sold-out entries it confirms: every 2 s, or an eighth of the keep when that is shorter,
+// so an entry is renewed many times within its keep, and late checks do not let it lapse.
+func (c Edge) StateCheckEvery() time.Duration {
+	return max(time.Millisecond, min(2*time.Second, c.SoldOutKeepFor()/8))
+}

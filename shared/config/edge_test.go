@@ -76,6 +76,9 @@ func TestEdgeErrorsNameTheVariable(t *testing.T) {
 		{"VG_EDGE_JWT_LEEWAY", "later", "VG_EDGE_JWT_LEEWAY"},
 		{"VG_EDGE_ANONYMOUS", "yes", "VG_EDGE_ANONYMOUS"},
 		{"VG_EDGE_API_KEY", "a-key-and-no-tokens", "VG_EDGE_ANONYMOUS=allow"},
+		{"VG_EDGE_SOLDOUT_KEEP", "-1s", "VG_EDGE_SOLDOUT_KEEP"},
+		{"VG_EDGE_JWT_JWKS_URL", "http://id.example.com/jwks.json", "VG_EDGE_JWT_JWKS_URL"},
+		{"VG_EDGE_JWT_JWKS_URL", "https://id.example.com/jwks.json", "VG_EDGE_JWT_AUDIENCE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
