@@ -138,10 +138,14 @@ func (s *Service) writeWinner(ctx context.Context, v Voucher, h Hold, holder Hol
 		case rerr != nil && !errors.Is(rerr, ErrReservationNotFound):
 			return Redemption{}, s.unavailable(rerr, "reserve %s: read order after a refusal", v.Code)
 		}
-		s.compensate(v.Code, h.OrderID, holder)
 		if rerr == nil {
+			// The order was decided before (released, or another customer's or voucher's): this
+			// is a request sent again, refused as answerRetry says, and the use its gate call
+			// took goes back. No write failed, so it is no compensation.
+			s.giveBackRetry(v.Code, h.OrderID, holder)
 			return answerRetry(h.request(), existing)
 		}
+		s.compensate(v.Code, h.OrderID, holder)
 		return Redemption{}, err
 	case errors.Is(err, ErrNotWritten):
 		s.compensate(v.Code, h.OrderID, holder)
@@ -187,6 +191,17 @@ func (s *Service) compensate(code, orderID string, holder Holder) {
 		// the gate held no use for this attempt: an earlier send of the same script released
 		// it (its reply lost, the client sent it again), or the reconciler did
 		s.counts.compensations.WithLabelValues("nothing_held").Inc()
+	}
+}
+
+// giveBackRetry gives back the use a re-sent order's gate call took, once the database answered
+// that the order was decided before. A failure leaves it held for the reconciler.
+func (s *Service) giveBackRetry(code, orderID string, holder Holder) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DBTimeout)
+	defer cancel()
+	if _, err := s.giveBack(ctx, code, orderID, &holder); err != nil {
+		s.cfg.Log.Warn("give back the use of a re-sent order failed; the reconciler will release it",
+			"code", code, "order", orderID, "err", err)
 	}
 }
 

@@ -1,8 +1,11 @@
 package voucher_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -275,4 +278,34 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, label string) fl
 		}
 	}
 	return 0
+}
+
+// An order reserved, released, then sent again: the gate takes a use for it (Redis no longer
+// holds the order), the database answers that the order was released, and the use goes back.
+// The answer is RESERVATION_RELEASED; that is no failed write, so no compensation is counted
+// or logged, and Redis holds nothing for it.
+func TestAReleasedOrderSentAgainIsNoCompensation(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	var logs bytes.Buffer
+	e := newEnv(t, voucher.Config{Metrics: reg, Log: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
+	ctx := context.Background()
+	v := e.createFlash(t, "RESENT2", 2, 1)
+	if _, err := e.svc.Reserve(ctx, request(v.Code, "c-1", "rel-1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Release(ctx, v.Code, "rel-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Reserve(ctx, request(v.Code, "c-1", "rel-1")); !errors.Is(err, voucher.ErrReleased) {
+		t.Fatalf("the released order sent again: %v; want ErrReleased", err)
+	}
+	for _, result := range []string{"released", "nothing_held", "failed"} {
+		if n := counterValue(t, reg, "vouchergate_compensations_total", result); n != 0 {
+			t.Errorf("compensations_total{%s} = %v; want 0", result, n)
+		}
+	}
+	if strings.Contains(logs.String(), "given back in redis after its write failed") {
+		t.Errorf("logged a compensation:\n%s", logs.String())
+	}
+	checkHeldAsWritten(t, e, v.Code)
 }
