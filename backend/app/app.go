@@ -167,13 +167,15 @@ func dialTimeout(cfg config.Backend) time.Duration { return max(time.Second, cfg
 
 func openRedis(cfg config.Backend) (redis.UniversalClient, error) {
 	// No automatic retries: a script retried after a timeout may run twice, and a dead Redis
-	// must give a quick 503, not a pile-up.
+	// must give a quick 503, not a pile-up. No CLIENT SETINFO on connect (DisableIdentity):
+	// Redis before 7.2 answers it with an error, counted as a failed command on every new
+	// connection.
 	if len(cfg.RedisClusterAddrs) > 0 {
 		c := redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: cfg.RedisClusterAddrs, DialTimeout: dialTimeout(cfg), ReadTimeout: cfg.RedisTimeout,
 			WriteTimeout: cfg.RedisTimeout, PoolTimeout: 3 * cfg.RedisTimeout, PoolSize: redisPoolSize,
 			MinIdleConns: redisIdle, MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: 50 * time.Millisecond,
-			Protocol: redisProtocol,
+			Protocol: redisProtocol, DisableIdentity: true,
 		})
 		c.AddHook(newSlotMapReloader(c)) // a failed master's slots move in a second, not a minute
 		return c, nil
@@ -184,7 +186,7 @@ func openRedis(cfg config.Backend) (redis.UniversalClient, error) {
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = dialTimeout(cfg), cfg.RedisTimeout, cfg.RedisTimeout
 	opts.PoolTimeout, opts.PoolSize, opts.MinIdleConns = 3*cfg.RedisTimeout, redisPoolSize, redisIdle
-	opts.MaxRetries, opts.Protocol = -1, redisProtocol
+	opts.MaxRetries, opts.Protocol, opts.DisableIdentity = -1, redisProtocol, true
 	opts.DialerRetries, opts.DialerRetryTimeout = 1, 50*time.Millisecond
 	return redis.NewClient(opts), nil
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,9 +38,16 @@ func newRedisCalls(reg prometheus.Registerer) redisCalls {
 
 func (c redisCalls) observe(command string, start time.Time, err error) {
 	c.duration.WithLabelValues(command).Observe(time.Since(start).Seconds())
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if failed(err) {
 		c.errors.WithLabelValues(command).Inc()
 	}
+}
+
+// failed reports whether err is a Redis command's failure: not a missing key, and not NOSCRIPT,
+// which only says a script is loaded on its first use (after a start or a Redis restart) and is
+// sent again at once.
+func failed(err error) bool {
+	return err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
 func (c redisCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -57,7 +65,14 @@ func (c redisCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		start := time.Now()
 		err := next(ctx, cmds)
-		c.observe("pipeline", start, err)
+		// err is the first command's error: a NOSCRIPT there must not hide a real failure after it
+		failure := err
+		if i := slices.IndexFunc(cmds, func(cmd redis.Cmder) bool { return failed(cmd.Err()) }); i >= 0 {
+			failure = cmds[i].Err()
+		} else if slices.ContainsFunc(cmds, func(cmd redis.Cmder) bool { return cmd.Err() != nil }) {
+			failure = nil // only missing keys and NOSCRIPTs
+		}
+		c.observe("pipeline", start, failure)
 		return err
 	}
 }

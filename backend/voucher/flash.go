@@ -188,8 +188,7 @@ func (s *Service) compensate(code, orderID string, holder Holder) {
 		s.counts.compensations.WithLabelValues("released").Inc()
 		s.cfg.Log.Info("use given back in redis after its write failed", "code", code, "order", orderID)
 	default:
-		// the gate held no use for this attempt: an earlier send of the same script released
-		// it (its reply lost, the client sent it again), or the reconciler did
+		// the gate held no use for this attempt any more: it went back another way (giveBackOwn)
 		s.counts.compensations.WithLabelValues("nothing_held").Inc()
 	}
 }
@@ -224,11 +223,12 @@ func (s *Service) giveBack(ctx context.Context, code, orderID string, expect *Ho
 }
 
 // giveBackOwn is giveBack for the use this attempt took a moment ago (its compensation).
-// Finding nothing held then most often means an earlier send of the same script released it and
-// its reply was lost (go-redis sends a command again when its reply times out); that send may
-// have made a sold-out voucher available, unannounced, so with uses left the edges are told. The
-// notice publishes the state read from Redis: one too many costs a publication, one missing
-// would leave the edges answering sold out.
+// Finding nothing held then means the use went back another way meanwhile: a retry of the
+// order took the hold for stale, the reconciler released it, or an earlier send of this release
+// ran though its caller never heard the reply. That last one tells the edges nothing, and it may
+// have ended a sell-out, so with uses left the edges are told here. The notice publishes the
+// state read from Redis: one too many costs a publication, one missing would leave the edges
+// answering sold out.
 func (s *Service) giveBackOwn(ctx context.Context, code, orderID string, expect *Holder) (released bool, err error) {
 	released, err = s.giveBack(ctx, code, orderID, expect)
 	if err != nil || released {

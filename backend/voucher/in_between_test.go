@@ -208,10 +208,9 @@ func TestARetryOnABackendWhoseClockIsAheadDoesNotTakeAHoldInFlight(t *testing.T)
 	checkHeldAsWritten(t, e, v.Code)
 }
 
-// The compensation's release script ran once, its reply was lost, and the client sent it again
-// (go-redis resends a command whose reply timed out): the second send finds nothing held. That
-// is not counted as a use given back, and since the first send made the sold-out voucher
-// available, the edges are told so.
+// The compensation's release script ran once but its reply never reached the backend, and the
+// release is sent again: the second send finds nothing held. That is not counted as a use given
+// back, and since the first send made the sold-out voucher available, the edges are told so.
 func TestACompensationSentTwiceCountsNothingAndTellsBackInStock(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	var e *env

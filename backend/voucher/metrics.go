@@ -19,7 +19,7 @@ func newServiceMetrics(reg prometheus.Registerer) serviceMetrics {
 			Help:    "Reservations written by one group commit (one transaction).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256}}),
 		compensations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vouchergate_compensations_total",
-			Help: "Compensating releases in Redis after a database write failed, by result (released; nothing_held: an earlier send had given the use back; failed: left to the reconciler)."},
+			Help: "Compensating releases in Redis after a database write failed, by result (released; nothing_held: the use had gone back another way meanwhile; failed: left to the reconciler)."},
 			[]string{"result"}),
 		usesLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_voucher_uses_left",
 			Help: "A flash voucher's uses left in Redis, as this backend's gate calls and reconciliation last saw it."}, []string{"code"}),

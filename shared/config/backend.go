@@ -118,7 +118,7 @@ func (c Backend) Check() error {
 	case c.FlashKeysKeep != 0 && c.FlashKeysKeep < minFlashKeysKeep+c.HoldTTL:
 		return fmt.Errorf("VG_FLASH_KEYS_KEEP is %v; expected 0 (keep for good) or at least %v plus VG_HOLD_TTL (%v), such as 168h: reconciliation keeps a voucher a day after its end",
 			c.FlashKeysKeep, minFlashKeysKeep, c.HoldTTL)
-	case c.QuotaDurability != "async" && c.QuotaDurability != "replicated":
+	case c.QuotaDurability != "" && c.QuotaDurability != "async" && c.QuotaDurability != "replicated": // "": filled by hand, async
 		return fmt.Errorf("VG_QUOTA_DURABILITY is %q; expected async (answer at once) or replicated (answer once VG_QUOTA_MIN_REPLICAS replicas have the write)", c.QuotaDurability)
 	case c.QuotaDurability == "replicated" && c.QuotaMinReplicas < 1:
 		return fmt.Errorf("VG_QUOTA_MIN_REPLICAS is %d; expected at least 1 with VG_QUOTA_DURABILITY=replicated", c.QuotaMinReplicas)
