@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -27,24 +26,12 @@ import (
 // accepted.
 func serveNetHTTP(t *testing.T, idle time.Duration, h http.HandlerFunc) (addr string, conns *atomic.Int32) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	conns = new(atomic.Int32)
-	s := &http.Server{Handler: h, IdleTimeout: idle, ConnState: func(_ net.Conn, st http.ConnState) {
+	return testkit.ServeNetHTTP(t, &http.Server{Handler: h, IdleTimeout: idle, ConnState: func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			conns.Add(1)
 		}
-	}}
-	go s.Serve(ln) //nolint:errcheck
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-		_ = s.Close()
-	})
-	return ln.Addr().String(), conns
+	}}), conns
 }
 
 // passThroughEdge is an edge whose checkout API is addr, and no backend.
