@@ -32,6 +32,10 @@ var errAnswerTooLarge = errors.New("answer larger than the limit")
 
 // passThrough sends req to the checkout API and streams its answer to the client.
 func (p *Proxy) passThrough(ctx *fasthttp.RequestCtx, req *fasthttp.Request, id []byte) {
+	upgrade := isWebSocketUpgrade(&ctx.Request.Header)
+	if upgrade {
+		askUpgrade(req)
+	}
 	c := p.opts.Checkout.NewCall(ctx.Path(), ctx.Time())
 	up := fasthttp.AcquireResponse()
 	stop := p.watchClient(ctx, c)
@@ -40,6 +44,10 @@ func (p *Proxy) passThrough(ctx *fasthttp.RequestCtx, req *fasthttp.Request, id 
 	if err != nil {
 		fasthttp.ReleaseResponse(up)
 		p.upstreamFailed(ctx, err, id)
+		return
+	}
+	if upgrade && up.StatusCode() == fasthttp.StatusSwitchingProtocols {
+		p.tunnel(ctx, up, c, id)
 		return
 	}
 	if err := p.relay(ctx, up, c, id); err != nil {

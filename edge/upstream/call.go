@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bufio"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -31,6 +32,8 @@ type Call struct {
 	conn    *conn // the connection carrying the call, while it does
 
 	release func(reuse bool) // gives the connection back; set once the answer's header is read
+	conn2   net.Conn         // the connection as fasthttp holds it (TLS included), for Takeover
+	reader  *bufio.Reader    // what was read from it past the answer's header
 }
 
 // Abort cuts the call: its connection is closed, so a wait for the answer ends at once.
@@ -55,6 +58,11 @@ func (c *Call) Release(reuse bool) {
 		r(reuse && !c.Aborted())
 	}
 }
+
+// Takeover hands the call's connection, after a 101 Switching Protocols, to the caller, with
+// the reader holding what the server sent past the 101's header. Reads keep their ReadIdle
+// bound. The caller MUST call Release(false) when done: the connection is then closed.
+func (c *Call) Takeover() (net.Conn, *bufio.Reader) { return c.conn2, c.reader }
 
 // attach makes c the call conn carries; a call aborted before closes it at once.
 func (c *Call) attach(w *conn) {

@@ -229,7 +229,8 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 		hc.ReleaseReader(br)
 		return fail(err)
 	}
-	closeConn := req.ConnectionClose() || resp.ConnectionClose()
+	closeConn := req.ConnectionClose() || resp.ConnectionClose() || resp.StatusCode() == fasthttp.StatusSwitchingProtocols
+	call.conn2, call.reader = nc, br
 	call.release = func(reuse bool) {
 		w.end()
 		hc.ReleaseReader(br)
