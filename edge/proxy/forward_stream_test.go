@@ -73,7 +73,7 @@ func TestStaleKeepAliveConnectionsLoseNoRequest(t *testing.T) {
 				}
 				fmt.Fprintf(w, "%s %s", r.Method, body)
 			})
-			e := passThroughEdge(t, addr, edgeConfig{timeout: 10 * time.Second, checkout2: upstream.CheckoutOptions{IdleConn: 3 * tt.upstreamIdle}})
+			e := passThroughEdge(t, addr, edgeConfig{timeout: 10 * time.Second, checkout2: upstream.CheckoutOptions{IdleConn: 3 * tt.upstreamIdle, DialTimeout: 3 * time.Second}})
 			client := httpClient()
 			var failures, sent atomic.Int32
 			for round := range tt.rounds {

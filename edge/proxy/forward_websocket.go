@@ -79,4 +79,3 @@ func copyIdle(dst net.Conn, src io.Reader, readConn net.Conn, readIdle, writeIdl
 		}
 	}
 }
-
