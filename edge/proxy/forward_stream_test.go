@@ -456,3 +456,64 @@ func TestAnswerHeadersHaveTheirOwnLimit(t *testing.T) {
 		t.Errorf("80 KB header: %d %s; want 502", a.status, a.body)
 	}
 }
+
+// Answers without a body keep their header, and the connections on both sides stay usable:
+// HEAD (its Content-Length says what GET would send), 204, 304; a gzip body passes untouched;
+// 1,000 requests in a row reuse one upstream connection.
+func TestAnswersWithoutBodiesAndKeepAlive(t *testing.T) {
+	gz := []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 1, 2, 3}
+	addr, conns := serveNetHTTP(t, 0, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/page":
+			w.Header().Set("Content-Length", "11")
+			w.Header().Set("ETag", `"v1"`)
+			if r.Method != "HEAD" {
+				fmt.Fprint(w, "hello world")
+			}
+		case "/empty":
+			w.WriteHeader(http.StatusNoContent)
+		case "/cached":
+			w.WriteHeader(http.StatusNotModified)
+		case "/gz":
+			w.Header().Set("Content-Encoding", "gzip")
+			_, _ = w.Write(gz)
+		}
+	})
+	e := passThroughEdge(t, addr, edgeConfig{})
+	c := dialRawProxy(t, e.addr)
+	for _, tt := range []struct {
+		method, path string
+		status       int
+		length, body string
+	}{
+		{"HEAD", "/page", 200, "11", ""},
+		{"GET", "/empty", 204, "", ""},
+		{"GET", "/cached", 304, "", ""},
+		{"GET", "/page", 200, "11", "hello world"},
+		{"GET", "/gz", 200, fmt.Sprint(len(gz)), string(gz)},
+	} {
+		fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: shop.example\r\n\r\n", tt.method, tt.path)
+		resp, err := http.ReadResponse(c.r, &http.Request{Method: tt.method})
+		if err != nil {
+			t.Fatalf("%s %s: %v", tt.method, tt.path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || resp.Header.Get("Content-Length") != tt.length || string(body) != tt.body {
+			t.Errorf("%s %s: %d, Content-Length %q, body %q; want %d, %q, %q",
+				tt.method, tt.path, resp.StatusCode, resp.Header.Get("Content-Length"), body, tt.status, tt.length, tt.body)
+		}
+	}
+	for range 1000 {
+		fmt.Fprintf(c, "GET /page HTTP/1.1\r\nHost: shop.example\r\n\r\n")
+		resp, err := http.ReadResponse(c.r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("the upstream accepted %d connections for 1,005 requests in a row; want 1", n)
+	}
+}
