@@ -30,15 +30,20 @@ var soldOutBody = []byte(`{"error":"OUT_OF_STOCK"}`)
 
 // StartBare starts a fasthttp server that answers every request with the fixed 409.
 func StartBare() (addr string, stop func(), err error) {
+	return serveFixed(fasthttp.StatusConflict, soldOutBody)
+}
+
+// serveFixed starts a fasthttp server that answers every request status with a JSON body.
+func serveFixed(status int, body []byte) (addr string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
 	s := &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
-			ctx.SetStatusCode(fasthttp.StatusConflict)
+			ctx.SetStatusCode(status)
 			ctx.SetContentType("application/json")
-			ctx.SetBody(soldOutBody)
+			ctx.SetBody(body)
 		},
 		NoDefaultServerHeader: true,
 	}
@@ -59,16 +64,21 @@ func EdgeConfig() config.Edge {
 
 // StartEdge starts the edge (edge/app) with Code sold out and Holders granted orders.
 func StartEdge(ctx context.Context) (addr string, stop func(), err error) {
-	a, err := app.New(ctx, EdgeConfig(), app.WithLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		return "", nil, err
-	}
 	ids := make([]string, Holders)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("granted-%d", i)
 	}
 	state := events.VoucherState{Code: Code, SoldOut: true, At: time.Now().UTC(), Holders: events.NewHolderFilter(ids)}
-	if err := a.Cache.Apply(state); err != nil {
+	return serveEdge(ctx, EdgeConfig(), func(a *app.App) error { return a.Cache.Apply(state) })
+}
+
+// serveEdge starts the edge with cfg, prepared by prepare, on a free 127.0.0.1 port.
+func serveEdge(ctx context.Context, cfg config.Edge, prepare func(*app.App) error) (addr string, stop func(), err error) {
+	a, err := app.New(ctx, cfg, app.WithLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		return "", nil, err
+	}
+	if err := prepare(a); err != nil {
 		_ = a.Close()
 		return "", nil, err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -26,19 +24,7 @@ var cartBody = []byte(`{"items":[{"sku":"1001","qty":1}],"total":150000}`)
 // StartCheckout starts a stand-in checkout API: a fasthttp server answering every request 200
 // with a small JSON body.
 func StartCheckout() (addr string, stop func(), err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	s := &fasthttp.Server{
-		Handler: func(ctx *fasthttp.RequestCtx) {
-			ctx.SetContentType("application/json")
-			ctx.SetBody(cartBody)
-		},
-		NoDefaultServerHeader: true,
-	}
-	go s.Serve(ln) //nolint:errcheck
-	return ln.Addr().String(), func() { _ = s.Shutdown() }, nil
+	return serveFixed(fasthttp.StatusOK, cartBody)
 }
 
 // StartPassThroughEdge starts the edge (edge/app) with its defaults and the checkout API at
@@ -46,17 +32,7 @@ func StartCheckout() (addr string, stop func(), err error) {
 func StartPassThroughEdge(ctx context.Context, checkout string) (addr string, stop func(), err error) {
 	cfg := EdgeConfig()
 	cfg.Upstream = checkout
-	a, err := app.New(ctx, cfg, app.WithLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		return "", nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		_ = a.Close()
-		return "", nil, err
-	}
-	go a.Serve(ln) //nolint:errcheck
-	return ln.Addr().String(), func() { _ = a.Close() }, nil
+	return serveEdge(ctx, cfg, func(*app.App) error { return nil })
 }
 
 // RunPassThrough starts the checkout API and an edge in front of it, and loads CheckoutPath on
