@@ -61,10 +61,13 @@ bench: services bench-edge bench-sale
 ## and whether it is within 0.05 of the build before issue 12's limits (0.92 on 3 December 2026:
 ## docs/BENCHMARKS.md);
 ## first the allocation benchmarks of the sold-out path (the handler 2 small allocs/op: bigcache
-## copies key and record; the whole server the same 2); last what TLS adds to it. Needs no service.
+## copies key and record; the whole server the same 2); then a checkout path through the edge
+## against the same checkout API asked directly (the pass-through's cost); last what TLS adds to
+## the sold-out answer. Needs no service.
 bench-edge:
 	$(GO) test -run '^$$' -bench 'SoldOutHandler|SoldOutServer|BareHandler|Extract|Lookup' -benchmem ./edge/proxy/ ./edge/orderid/ ./edge/soldout/
 	$(GO) run ./loadtest compare -rounds 9 -duration 3s -warmup 500ms -conns 8 -baseline 0.92 -tolerance 0.05
+	$(GO) run ./loadtest compare -passthrough -rounds 5 -duration 3s -warmup 500ms -conns 8
 	$(GO) test -run '^$$' -bench TLSCost -benchtime 2s -count 3 ./edge/app/
 
 ## bench-sale: the voucher document's flash sale through an edge and a backend it starts itself:

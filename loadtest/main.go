@@ -1,6 +1,7 @@
 // Command loadtest loads a server on this machine with flash-sale reservations.
 //
 //	go run ./loadtest compare [flags]        the edge's sold-out answer against a bare fasthttp server
+//	                                         (-passthrough: a checkout path through the edge against the API itself)
 //	go run ./loadtest flash -target ADDR ... reservations of new orders at an edge or backend on 127.0.0.1
 //	go run ./loadtest allwin [flags]         flash reservations that all win vs Solution 1, the PostgreSQL-only baseline (pgbench)
 //	go run ./loadtest refusals [flags]       reservations refused at a sold-out flash voucher's gate vs all-win ones
@@ -58,7 +59,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: loadtest compare [-rounds N -duration D -warmup D -conns N -baseline R -tolerance T]
+	fmt.Fprintln(os.Stderr, `usage: loadtest compare [-rounds N -duration D -warmup D -conns N -baseline R -tolerance T -passthrough]
        loadtest flash -target 127.0.0.1:PORT -code CODE [-duration D -conns N]
        loadtest allwin [-rounds N -duration D -warmup D -conns N -pgclients N -pgthreads N -backend PATH]
        loadtest refusals [-rounds N -duration D -warmup D -conns N -backend PATH]
@@ -84,9 +85,14 @@ func runCompare(ctx context.Context, args []string) error {
 	rounds := fs.Int("rounds", 9, "rounds per server, alternating")
 	baseline := fs.Float64("baseline", 0, "an earlier build's edge/bare ratio to hold this one to (0: none)")
 	tolerance := fs.Float64("tolerance", 0.05, "how far from -baseline the ratio may be and count as unchanged")
+	passThrough := fs.Bool("passthrough", false, "a checkout path through the edge against the same checkout API asked directly")
 	_ = fs.Parse(args)
 	before := loadAverage()
-	r, err := compare.Run(ctx, *rounds, *s)
+	run := compare.Run
+	if *passThrough {
+		run = compare.RunPassThrough
+	}
+	r, err := run(ctx, *rounds, *s)
 	if err != nil {
 		return err
 	}

@@ -39,11 +39,11 @@ type App struct {
 	Metrics   *prometheus.Registry // the proxy's counters and the edge's state, served at /metrics
 
 	server  *fasthttp.Server
-	serving *drain.Server    // server, shut down without dropping a request that reached it
-	ops     *fasthttp.Server // /healthz, /readyz in full and /metrics, on cfg.OpsAddr
-	upCheck *upstream.Client // the checkout API's client, if one is configured
-	tokens  *token.Verifier  // shoppers' tokens; nil: off
-	tls     *tls.Config      // the public listener's; nil: plain HTTP
+	serving *drain.Server      // server, shut down without dropping a request that reached it
+	ops     *fasthttp.Server   // /healthz, /readyz in full and /metrics, on cfg.OpsAddr
+	upCheck *upstream.Checkout // the checkout API's client, if one is configured
+	tokens  *token.Verifier    // shoppers' tokens; nil: off
+	tls     *tls.Config        // the public listener's; nil: plain HTTP
 	metrics fasthttp.RequestHandler
 	log     *slog.Logger
 	started time.Time
@@ -103,7 +103,7 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 		return nil, err
 	}
 	a.Metrics = prometheus.NewRegistry()
-	a.Proxy = proxy.New(a.proxyOptions(clientOpts))
+	a.Proxy = proxy.New(a.proxyOptions())
 	a.registerMetrics()
 	a.metrics = metrics.Handler(a.Metrics)
 	a.server = proxy.NewServer(a.Proxy, proxy.ServerOptions{
@@ -123,12 +123,15 @@ func New(ctx context.Context, cfg config.Edge, opts ...Option) (*App, error) {
 func clientOptions(cfg config.Edge) upstream.Options {
 	return upstream.Options{
 		DialTimeout: cfg.DialTimeout, ConnWait: cfg.ConnWait, MaxConns: cfg.MaxConns,
-		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: cfg.MaxRespBytes,
+		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxBodyBytes: backendAnswerBytes,
 		// Below the backend's 60 s server idle timeout, so the edge never reuses a connection
 		// the server is closing (a request sent on it would be lost with a 502).
 		IdleTimeout: min(cfg.IdleTimeout, 10*time.Second),
 	}
 }
+
+// backendAnswerBytes bounds a backend's answer, read whole: the API's answers are small JSON.
+const backendAnswerBytes = 4 << 20
 
 // newPool returns the pool of the configured backends, each checked once.
 func newPool(cfg config.Edge, clientOpts upstream.Options, log *slog.Logger) *upstream.Pool {
@@ -144,23 +147,38 @@ func newPool(cfg config.Edge, clientOpts upstream.Options, log *slog.Logger) *up
 
 // proxyOptions wires the proxy to the parts built before it, and to the checkout API if one
 // is configured.
-func (a *App) proxyOptions(clientOpts upstream.Options) proxy.Options {
+func (a *App) proxyOptions() proxy.Options {
 	cfg := a.Config
 	opts := proxy.Options{
 		Backends: a.Pool, SoldOut: a.Cache, Refresher: a.Refresher, Local: a.local,
-		BackendTimeout: cfg.BackendTimeout, CheckoutTimeout: cfg.UpstreamTimeout,
+		BackendTimeout: cfg.BackendTimeout, MaxCheckoutAnswer: cfg.MaxRespBytes, WriteIdle: cfg.StreamSendTimeout,
 		MaxAPIBodyBytes: cfg.MaxAPIBodyBytes, MaxBodyBytes: cfg.MaxBodyBytes, BodyBudget: cfg.BodyBudgetBytes,
 		MaxUpstreamHead: config.HeaderLimit(cfg.MaxHeaderBytes).Forwarded(),
 		Metrics:         a.Metrics, Log: a.log,
 		ReserveSlots: cfg.ReserveSlots(), ReserveWait: cfg.ReserveWait,
 		Tokens: a.tokens, APIKey: cfg.APIKey,
 	}
+	opts.TrustedProxies, _ = cfg.TrustedProxyPrefixes() // checked by cfg.Check
 	if cfg.Upstream != "" {
-		addr, tls, _ := config.SplitUpstream(cfg.Upstream) // checked by cfg.Check
-		a.upCheck = upstream.NewClient(addr, tls, clientOpts)
+		a.upCheck = newCheckout(cfg)
 		opts.Checkout = a.upCheck
 	}
 	return opts
+}
+
+// newCheckout returns the client of the configured checkout API.
+func newCheckout(cfg config.Edge) *upstream.Checkout {
+	addr, tls, _ := config.SplitUpstream(cfg.Upstream) // checked by cfg.Check
+	timeouts, _ := cfg.PathTimeouts()                  // checked by cfg.Check
+	o := upstream.CheckoutOptions{
+		DialTimeout: cfg.DialTimeout, ConnWait: cfg.ConnWait, MaxConns: cfg.MaxConns,
+		MaxHeaderBytes: cfg.UpstreamMaxHeaderBytes, IdleConn: cfg.UpstreamKeepAlive,
+		ProbePath: cfg.UpstreamProbePath, ProbeTimeout: cfg.HealthTimeout,
+	}
+	for _, t := range timeouts {
+		o.Timeouts = append(o.Timeouts, upstream.PathTimeout{Prefix: t.Prefix, ReadIdle: t.Read, Total: t.Total})
+	}
+	return upstream.NewCheckout(addr, tls, o)
 }
 
 // waitForSoldOutSet waits up to SyncWait for the first complete read of the sold-out set from

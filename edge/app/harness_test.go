@@ -37,7 +37,9 @@ func edgeConfig(natsURL, natsPrefix string, backends ...string) config.Edge {
 		ConnWait: 200 * time.Millisecond, MaxConns: 256, ReserveWait: time.Second,
 		HealthEvery: 100 * time.Millisecond, HealthTimeout: 300 * time.Millisecond, HealthFalls: 2,
 		SoldOutTTL: 5 * time.Second, SoldOutRefresh: 2 * time.Second, StateEvery: 100 * time.Millisecond,
-		SyncWait: 2 * time.Second,
+		SyncWait:          2 * time.Second,
+		UpstreamKeepAlive: 2 * time.Second, UpstreamReadTimeout: 3 * time.Second, UpstreamMaxHeaderBytes: 64 << 10, UpstreamProbePath: "/",
+		StreamSendTimeout: 5 * time.Second,
 	}
 }
 

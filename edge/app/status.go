@@ -17,7 +17,16 @@ type readiness struct {
 	Draining bool      `json:"draining,omitempty"` // shutting down: not ready, whatever else holds
 	Backends []backend `json:"backends"`
 	NATS     natsState `json:"nats"`
+	Checkout *checkout `json:"checkout,omitempty"` // reported, not required: sold-out answers need no checkout API
 	SoldOut  []string  `json:"soldOut"`
+}
+
+// checkout is whether the checkout API answers the probe (VG_EDGE_UPSTREAM_PROBE_PATH): any
+// HTTP answer counts, its status is shown.
+type checkout struct {
+	Addr    string `json:"addr"`
+	Answers bool   `json:"answers"`
+	Status  int    `json:"status,omitempty"`
 }
 
 type backend struct {
@@ -46,7 +55,8 @@ func (a *App) local(ctx *fasthttp.RequestCtx) {
 
 // opsLocal answers the ops listener. /readyz is 503 while no backend is healthy: the edge
 // can still answer sold-out vouchers then, but nothing else. NATS being away does not make the
-// edge unready; it learns from the backends meanwhile.
+// edge unready; it learns from the backends meanwhile. Whether the checkout API answers is
+// reported, and asked only here, not on the public port.
 func (a *App) opsLocal(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsGet() && !ctx.IsHead() {
 		ctx.Response.Header.Set("Allow", "GET")
@@ -58,6 +68,7 @@ func (a *App) opsLocal(ctx *fasthttp.RequestCtx) {
 		respond(ctx, fasthttp.StatusOK, map[string]string{"status": "ok"})
 	case "/readyz":
 		r := a.readiness()
+		r.Checkout = a.checkoutState()
 		respond(ctx, readyStatus(r.Ready), r)
 	case "/metrics":
 		a.metrics(ctx)
@@ -91,6 +102,15 @@ func (a *App) readiness() readiness {
 		r.Ready, r.Draining = false, true
 	}
 	return r
+}
+
+// checkoutState asks the checkout API, if one is configured, whether it answers.
+func (a *App) checkoutState() *checkout {
+	if a.upCheck == nil {
+		return nil
+	}
+	status, err := a.upCheck.Probe()
+	return &checkout{Addr: a.upCheck.Addr(), Answers: err == nil, Status: status}
 }
 
 func readyStatus(ready bool) int {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/valyala/fasthttp"
+
 	"vouchergate/backend/backendtest"
 	"vouchergate/testkit"
 )
@@ -58,5 +60,35 @@ func TestStatusEndpoints(t *testing.T) {
 	}
 	if n := testkit.ScrapeMetrics(t, "http://"+e.Ops+"/metrics").Value(t, "vg_edge_backends_healthy"); n != 0 {
 		t.Fatalf("vg_edge_backends_healthy is %v with the backend killed; want 0", n)
+	}
+}
+
+// The ops /readyz reports whether the checkout API answers, and does not depend on it: the
+// edge answers sold-out vouchers without it.
+func TestReadyzReportsTheCheckoutAPI(t *testing.T) {
+	cfg := backendtest.Config(t)
+	b := backendtest.StartProcess(t, cfg)
+	checkoutAddr, checkoutServer := testkit.ServeHTTP(t, func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(204) })
+	ecfg := edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b.Addr())
+	ecfg.Upstream = checkoutAddr
+	e := startEdge(t, ecfg)
+
+	var ready struct {
+		Ready    bool `json:"ready"`
+		Checkout struct {
+			Addr    string `json:"addr"`
+			Answers bool   `json:"answers"`
+			Status  int    `json:"status"`
+		} `json:"checkout"`
+	}
+	a := e.doOps(t, "GET", "/readyz")
+	if err := json.Unmarshal([]byte(a.Body), &ready); err != nil || a.Status != 200 || !ready.Ready ||
+		ready.Checkout.Addr != checkoutAddr || !ready.Checkout.Answers || ready.Checkout.Status != 204 {
+		t.Fatalf("/readyz with the checkout API up: %d %s", a.Status, a.Body)
+	}
+	_ = checkoutServer.Shutdown()
+	a = e.doOps(t, "GET", "/readyz")
+	if err := json.Unmarshal([]byte(a.Body), &ready); err != nil || a.Status != 200 || !ready.Ready || ready.Checkout.Answers {
+		t.Fatalf("/readyz with the checkout API down: %d %s; want 200, ready, the checkout API not answering", a.Status, a.Body)
 	}
 }

@@ -16,6 +16,8 @@ const (
 	CodeGatewayTimeout = "GATEWAY_TIMEOUT"
 	CodeHeaderTooLarge = "HEADER_TOO_LARGE"
 	CodeRequestTimeout = "REQUEST_TIMEOUT"
+	CodeClientGone     = "CLIENT_CLOSED_REQUEST"
+	CodeNoWebSocket    = "WEBSOCKET_NOT_SUPPORTED"
 )
 
 var (
@@ -51,9 +53,15 @@ func answerSoldOutValidate(ctx *fasthttp.RequestCtx) {
 	ctx.Response.SetBodyRaw(soldOutValidBody)
 }
 
+// statusClientGone is what a call cancelled because its client went away counts as (nginx's
+// 499): nobody reads the answer.
+const statusClientGone = 499
+
 // upstreamFailure maps a failed call to its answer.
 func upstreamFailure(err error) (status int, code, message string) {
 	switch {
+	case errors.Is(err, upstream.ErrClientGone):
+		return statusClientGone, CodeClientGone, "the client went away"
 	case errors.Is(err, upstream.ErrNoBackend):
 		return fasthttp.StatusServiceUnavailable, wire.CodeUnavailable, "no backend is available; retry shortly"
 	case errors.Is(err, fasthttp.ErrNoFreeConns):
@@ -62,8 +70,10 @@ func upstreamFailure(err error) (status int, code, message string) {
 		return fasthttp.StatusGatewayTimeout, CodeGatewayTimeout, "the upstream did not answer in time"
 	case upstream.Refused(err):
 		return fasthttp.StatusBadGateway, CodeBadGateway, "the upstream could not be reached"
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+	case errors.Is(err, fasthttp.ErrBodyTooLarge), errors.Is(err, errAnswerTooLarge):
 		return fasthttp.StatusBadGateway, CodeBadGateway, "the upstream's answer is larger than the limit"
+	case errors.As(err, new(*fasthttp.ErrSmallBuffer)):
+		return fasthttp.StatusBadGateway, CodeBadGateway, "the upstream's answer header is larger than the limit"
 	}
 	return fasthttp.StatusBadGateway, CodeBadGateway, "the upstream's answer was cut short or malformed"
 }

@@ -88,7 +88,7 @@ func validRequestID(id []byte) bool {
 
 // call is where a request goes and what the edge adds to it.
 type call struct {
-	to      Doer
+	to      Doer // nil: the checkout API (forward_stream.go)
 	timeout time.Duration
 	backend bool   // bound for a backend: the edge's credentials replace the client's (auth.go)
 	code    []byte // a reservation's voucher: a 409 OUT_OF_STOCK passing through asks for its holders
@@ -101,47 +101,26 @@ func (p *Proxy) toBackend(code []byte, subject string) call {
 }
 
 // forward sends the request as c says within its timeout and relays the answer, or a JSON
-// 502, 503 or 504 when there is none.
+// 502, 503 or 504 when there is none. A call to the checkout API streams its answer (passThrough).
 func (p *Proxy) forward(ctx *fasthttp.RequestCtx, c call) {
 	var idBuf [64]byte
 	id := p.requestID(ctx, idBuf[:0])
 
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
-	// Everything but the body is copied; the body, read once by readBody, is sent as it is.
-	ctx.Request.Header.CopyTo(&req.Header)
-	ctx.Request.URI().CopyTo(req.URI())
-	req.SetBodyRaw(ctx.Request.Body())
-	if status, code, message := p.upstreamHeader(ctx, &req.Header); status != 0 {
-		p.reject(ctx, status, code, message)
+	if !p.upstreamRequest(ctx, req, c, id) {
 		return
 	}
-	stripHopByHop(&req.Header)
-	appendForwardedFor(&req.Header, ctx.RemoteAddr())
-	req.Header.SetBytesV(headerRequestID, id)
-	if c.backend {
-		p.backendCredentials(&req.Header, c.subject)
-	}
-	if status, code, message := p.checkHeaderSize(req); status != 0 {
-		p.reject(ctx, status, code, message)
+	if c.to == nil {
+		p.passThrough(ctx, req, id)
 		return
 	}
-
 	resp := &ctx.Response
 	if err := c.to.Do(req, resp, time.Now().Add(c.timeout)); err != nil {
-		resp.Reset()
-		status, errCode, message := upstreamFailure(err)
-		p.counts.upstreamError(status)
-		if p.errLog.allow() {
-			p.log.Warn("upstream call failed", "path", string(ctx.Path()), "status", status, "err", err, "requestId", string(id))
-		}
-		answer(ctx, status, errCode, message)
-		resp.Header.SetBytesV(headerRequestID, id)
+		p.upstreamFailed(ctx, err, id)
 		return
 	}
-	stripHopByHop(&resp.Header)
-	resp.Header.ResetConnectionClose() // the client's connection is the server's to manage
-	resp.Header.SetBytesV(headerRequestID, id)
+	relayHeader(&resp.Header, id)
 	if c.code != nil && resp.StatusCode() == fasthttp.StatusConflict && bytes.Contains(resp.Body(), outOfStockCode) {
 		p.counts.learnedFrom409.Inc()
 		// With a live entry, this was an order taken for a holder (a false positive of the
@@ -150,6 +129,54 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, c call) {
 			p.opts.Refresher.Ask(string(c.code))
 		}
 	}
+}
+
+// upstreamRequest makes req the request to send upstream: the client's, with clean headers and
+// the edge's own, or answers the client and returns false.
+func (p *Proxy) upstreamRequest(ctx *fasthttp.RequestCtx, req *fasthttp.Request, c call, id []byte) bool {
+	// Everything but the body is copied; the body, read once by readBody, is sent as it is.
+	ctx.Request.Header.CopyTo(&req.Header)
+	ctx.Request.URI().CopyTo(req.URI())
+	req.SetBodyRaw(ctx.Request.Body())
+	if status, code, message := p.upstreamHeader(ctx, &req.Header); status != 0 {
+		p.reject(ctx, status, code, message)
+		return false
+	}
+	// Hop-by-hop headers first, then the edge's own: a client's Connection header may name
+	// X-Forwarded-Proto or Host, and must not take them away.
+	stripHopByHop(&req.Header)
+	p.forwardingHeaders(ctx, &req.Header)
+	req.Header.SetBytesV(headerRequestID, id)
+	if c.backend {
+		p.backendCredentials(&req.Header, c.subject)
+	}
+	if status, code, message := p.checkHeaderSize(req); status != 0 {
+		p.reject(ctx, status, code, message)
+		return false
+	}
+	return true
+}
+
+// upstreamFailed answers a call that got no answer.
+func (p *Proxy) upstreamFailed(ctx *fasthttp.RequestCtx, err error, id []byte) {
+	ctx.Response.Reset()
+	status, errCode, message := upstreamFailure(err)
+	p.counts.upstreamError(status)
+	if p.errLog.allow() && status != statusClientGone {
+		p.log.Warn("upstream call failed", "path", string(ctx.Path()), "status", status, "err", err, "requestId", string(id))
+	}
+	answer(ctx, status, errCode, message)
+	ctx.Response.Header.SetBytesV(headerRequestID, id)
+	if status == statusClientGone {
+		ctx.SetConnectionClose()
+	}
+}
+
+// relayHeader makes an upstream answer's header fit to relay to the client.
+func relayHeader(h *fasthttp.ResponseHeader, id []byte) {
+	stripHopByHop(h)
+	h.ResetConnectionClose() // the client's connection is the server's to manage
+	h.SetBytesV(headerRequestID, id)
 }
 
 var outOfStockCode = []byte(`"OUT_OF_STOCK"`)

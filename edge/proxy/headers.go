@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"net"
+	"net/netip"
 
 	"github.com/valyala/fasthttp"
 
@@ -15,7 +16,8 @@ import (
 // refused with 400. Headers only the edge may set are dropped, with their look-alikes that
 // have '_' for '-' (X_Forwarded_For, Content_Length), which some servers and frameworks read
 // as the real ones. Host is the target's (the absolute form's authority, or the Host header),
-// and X-Forwarded-Host, X-Forwarded-Proto and X-Real-Ip say what the client asked and from where.
+// and X-Forwarded-Host, X-Forwarded-Proto and X-Real-Ip say what the client asked and from where;
+// the edge sets them after removing hop-by-hop headers, so a client cannot name them away.
 
 // edgeOwned are the headers a client may not pass on as they are: the edge sets them, or the
 // framing of the upstream request is the edge's.
@@ -35,15 +37,16 @@ const (
 	maxHostLen           = 255
 )
 
-// upstreamHeader makes h, a copy of the client's header, fit to send upstream, or returns the
-// status, code and message to refuse the request with.
+// upstreamHeader checks h, a copy of the client's header, and drops the look-alikes of the
+// edge's headers, or returns the status, code and message to refuse the request with. The
+// edge's own headers are set after hop-by-hop removal (forwardingHeaders), so that a client's
+// Connection header cannot name them away.
 func (p *Proxy) upstreamHeader(ctx *fasthttp.RequestCtx, h *fasthttp.RequestHeader) (status int, code, message string) {
 	uri := ctx.URI()
 	if len(uri.Username()) > 0 || len(uri.Password()) > 0 || targetHasUserinfo(ctx.Request.Header.RequestURI()) {
 		return fasthttp.StatusBadRequest, wire.CodeBadRequest, "the request target must not hold user information"
 	}
-	host := uri.Host()
-	if !validHost(host) {
+	if !validHost(uri.Host()) {
 		return fasthttp.StatusBadRequest, wire.CodeBadRequest, "the host must be a host name or address with an optional port"
 	}
 	var drop [8][]byte
@@ -59,23 +62,95 @@ func (p *Proxy) upstreamHeader(ctx *fasthttp.RequestCtx, h *fasthttp.RequestHead
 	for _, name := range names {
 		h.DelBytes(name)
 	}
-	for _, name := range edgeOwned {
-		h.Del(name)
-	}
-	if len(host) > 0 {
-		h.SetHostBytes(host)
-		h.SetBytesV(headerForwardedHost, host)
-	}
-	if ctx.IsTLS() {
-		h.Set(headerForwardedProto, "https")
-	} else {
-		h.Set(headerForwardedProto, "http")
-	}
-	if tcp, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
-		var buf [64]byte
-		h.SetBytesV(headerRealIP, tcp.AddrPort().Addr().Unmap().AppendTo(buf[:0]))
-	}
 	return 0, "", ""
+}
+
+// forwardingHeaders sets what the edge says of the request, after hop-by-hop removal: Host
+// (the target's), X-Forwarded-Host, X-Forwarded-Proto, X-Forwarded-For and X-Real-Ip. From a
+// trusted proxy (Options.TrustedProxies) its X-Forwarded-Host, X-Forwarded-Proto and Forwarded
+// are kept when it sent them, and X-Real-Ip is the nearest address in the chain that is not a
+// trusted proxy's; from anyone else they are replaced.
+func (p *Proxy) forwardingHeaders(ctx *fasthttp.RequestCtx, h *fasthttp.RequestHeader) {
+	hop, hopIsIP := remoteIP(ctx)
+	trusted := hopIsIP && p.trusts(hop)
+	if trusted {
+		h.Del(headerRealIP)
+		h.Del(HeaderSubject)
+	} else {
+		for _, name := range edgeOwned {
+			h.Del(name)
+		}
+	}
+	if host := ctx.URI().Host(); len(host) > 0 {
+		h.SetHostBytes(host)
+		if !trusted || len(h.Peek(headerForwardedHost)) == 0 {
+			h.SetBytesV(headerForwardedHost, host)
+		}
+	}
+	if !trusted || len(h.Peek(headerForwardedProto)) == 0 {
+		if ctx.IsTLS() {
+			h.Set(headerForwardedProto, "https")
+		} else {
+			h.Set(headerForwardedProto, "http")
+		}
+	}
+	realIP := hop
+	if trusted {
+		realIP = p.nearestUntrusted(h, hop)
+	}
+	appendForwardedFor(h, ctx.RemoteAddr())
+	if hopIsIP {
+		var buf [64]byte
+		h.SetBytesV(headerRealIP, realIP.AppendTo(buf[:0]))
+	}
+}
+
+// remoteIP is the address of the connection's far end: the client, or the proxy before the edge.
+func remoteIP(ctx *fasthttp.RequestCtx) (netip.Addr, bool) {
+	tcp, ok := ctx.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	return tcp.AddrPort().Addr().Unmap(), true
+}
+
+// trusts reports whether a is one of the trusted proxies'.
+func (p *Proxy) trusts(a netip.Addr) bool {
+	for _, pfx := range p.opts.TrustedProxies {
+		if pfx.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// nearestUntrusted walks the X-Forwarded-For chain a trusted hop sent from its end and returns
+// the first address that is not a trusted proxy's: the client as the nearest trusted proxy saw
+// it. A chain of trusted proxies only gives its first address; an entry that is not an address
+// ends the walk at the address before it.
+func (p *Proxy) nearestUntrusted(h *fasthttp.RequestHeader, hop netip.Addr) netip.Addr {
+	all := h.PeekAll("X-Forwarded-For")
+	nearest := hop
+	for i := len(all) - 1; i >= 0; i-- {
+		v := all[i]
+		for len(v) > 0 {
+			var entry []byte
+			if j := bytes.LastIndexByte(v, ','); j >= 0 {
+				entry, v = v[j+1:], v[:j]
+			} else {
+				entry, v = v, nil
+			}
+			a, err := netip.ParseAddr(string(bytes.TrimSpace(entry)))
+			if err != nil {
+				return nearest
+			}
+			nearest = a.Unmap()
+			if !p.trusts(nearest) {
+				return nearest
+			}
+		}
+	}
+	return nearest
 }
 
 // checkHeaderSize refuses, with 431, a request whose header as written upstream would be larger

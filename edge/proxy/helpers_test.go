@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,7 +140,10 @@ type edgeConfig struct {
 	slotWait  time.Duration // waiting for one
 	tokens    *token.Verifier
 	apiKey    string
-	perIP     int // open connections from one address; 0: no cap
+	perIP     int                      // open connections from one address; 0: no cap
+	checkout2 upstream.CheckoutOptions // the checkout client's, over what startEdge sets (forward_stream_test.go)
+	trusted   []netip.Prefix
+	writeIdle time.Duration
 }
 
 func startEdge(t testing.TB, c edgeConfig) *edge {
@@ -169,12 +173,13 @@ func startEdge(t testing.TB, c edgeConfig) *edge {
 	t.Cleanup(refresher.Close)
 	o := Options{
 		Backends: pool, SoldOut: cache, Refresher: refresher, Local: c.local,
-		BackendTimeout: c.timeout, CheckoutTimeout: c.timeout, MaxAPIBodyBytes: c.maxAPI, MaxBodyBytes: c.maxBody,
+		BackendTimeout: c.timeout, MaxCheckoutAnswer: c.maxResp, WriteIdle: c.writeIdle, TrustedProxies: c.trusted,
+		MaxAPIBodyBytes: c.maxAPI, MaxBodyBytes: c.maxBody,
 		MaxUpstreamHead: c.maxHeader + 1024, Log: testkit.QuietLog,
 		ReserveSlots: c.slots, ReserveWait: c.slotWait, Tokens: c.tokens, APIKey: c.apiKey,
 	}
 	if c.checkout != "" {
-		o.Checkout = upstream.NewClient(c.checkout, false, clientOpts)
+		o.Checkout = newTestCheckout(t, c.checkout, c.timeout, c.checkout2)
 	}
 	p := New(o)
 	srv := NewServer(p, ServerOptions{ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: c.maxHeader, MaxBodyBytes: c.maxBody})

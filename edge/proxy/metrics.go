@@ -106,7 +106,11 @@ var notValidPrefix = []byte(`{"valid":false,"error":"`) // a dry run's refusal: 
 // by label. A dry run's refusal is counted under its code.
 func (m *metrics) answered(r route, ctx *fasthttp.RequestCtx) {
 	m.duration[r].Observe(time.Since(ctx.Time()).Seconds())
-	status, body := ctx.Response.StatusCode(), ctx.Response.Body()
+	status := ctx.Response.StatusCode()
+	var body []byte
+	if !ctx.Response.IsBodyStream() { // a streamed answer is the server's to read, once
+		body = ctx.Response.Body()
+	}
 	switch {
 	case r == routeReserve && status == fasthttp.StatusConflict && bytes.Equal(body, soldOutBody):
 		m.soldOutAnswers.Inc()

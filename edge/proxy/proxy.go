@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	"vouchergate/edge/soldout"
 	"vouchergate/edge/token"
+	"vouchergate/edge/upstream"
 	"vouchergate/shared/wire"
 )
 
@@ -37,23 +39,25 @@ type Asker interface {
 
 // Options configure a Proxy. Backends, SoldOut and Refresher are required.
 type Options struct {
-	Backends        Doer                    // the backend pool: voucher and quota paths
-	Checkout        Doer                    // the checkout API: every other path; nil: 404
-	SoldOut         *soldout.Cache          // vouchers known to be sold out, with their holders
-	Refresher       Asker                   // reads a voucher's holders after a passing 409
-	Local           fasthttp.RequestHandler // /healthz, /readyz; nil: 404
-	BackendTimeout  time.Duration           // one backend call, in all
-	CheckoutTimeout time.Duration           // one checkout call, in all
-	MaxAPIBodyBytes int                     // body limit of voucher and quota requests
-	ReserveSlots    int                     // reservations at the backends at once; 0: unbounded
-	ReserveWait     time.Duration           // how long a reservation waits for one of those slots
-	MaxBodyBytes    int                     // body limit of checkout requests; MaxAPIBodyBytes when lower
-	BodyBudget      int                     // bodies larger than MaxAPIBodyBytes being read or forwarded, in bytes in all; 0: no bound
-	MaxUpstreamHead int                     // the largest request header sent upstream (config.HeaderLimit.Forwarded); 0: no check
-	Tokens          *token.Verifier         // shoppers' tokens (auth.go); nil: not checked
-	APIKey          string                  // the edge's service key, sent to the backends; "": none
-	Metrics         prometheus.Registerer   // takes the proxy's counters; nil: counted, not exported
-	Log             *slog.Logger
+	Backends          Doer                    // the backend pool: voucher and quota paths
+	Checkout          *upstream.Checkout      // the checkout API: every other path, streamed; nil: 404
+	SoldOut           *soldout.Cache          // vouchers known to be sold out, with their holders
+	Refresher         Asker                   // reads a voucher's holders after a passing 409
+	Local             fasthttp.RequestHandler // /healthz, /readyz; nil: 404
+	BackendTimeout    time.Duration           // one backend call, in all
+	MaxCheckoutAnswer int                     // the largest checkout answer relayed (502 or cut past it); 0: no cap
+	WriteIdle         time.Duration           // the longest write of a piece of a streamed answer to the client
+	MaxAPIBodyBytes   int                     // body limit of voucher and quota requests
+	ReserveSlots      int                     // reservations at the backends at once; 0: unbounded
+	ReserveWait       time.Duration           // how long a reservation waits for one of those slots
+	MaxBodyBytes      int                     // body limit of checkout requests; MaxAPIBodyBytes when lower
+	BodyBudget        int                     // bodies larger than MaxAPIBodyBytes being read or forwarded, in bytes in all; 0: no bound
+	MaxUpstreamHead   int                     // the largest request header sent upstream (config.HeaderLimit.Forwarded); 0: no check
+	Tokens            *token.Verifier         // shoppers' tokens (auth.go); nil: not checked
+	APIKey            string                  // the edge's service key, sent to the backends; "": none
+	TrustedProxies    []netip.Prefix          // proxies whose X-Forwarded-Proto, -Host, -For and Forwarded are kept
+	Metrics           prometheus.Registerer   // takes the proxy's counters; nil: counted, not exported
+	Log               *slog.Logger
 }
 
 // Proxy is the edge's handler. It is safe for concurrent use.
@@ -122,7 +126,7 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) (r route) {
 			return
 		}
 		if p.bodyFits(ctx, m.route) {
-			p.forward(ctx, call{to: p.opts.Checkout, timeout: p.opts.CheckoutTimeout})
+			p.forward(ctx, call{})
 		}
 	case routeNotFound:
 		p.reject(ctx, fasthttp.StatusNotFound, wire.CodeNotFound, "no such path")

@@ -59,7 +59,10 @@ func (c *Client) Close() { c.hc.CloseIdleConnections() }
 // dialer connects within the call's remaining time and at most limit, and marks its errors.
 func dialer(limit time.Duration) fasthttp.DialFuncWithTimeout {
 	return func(addr string, timeout time.Duration) (net.Conn, error) {
-		conn, err := fasthttp.DialTimeout(addr, min(timeout, limit))
+		if timeout <= 0 || timeout > limit { // 0: the call has no deadline of its own
+			timeout = limit
+		}
+		conn, err := fasthttp.DialTimeout(addr, timeout)
 		if err != nil {
 			return nil, &dialError{err: err}
 		}

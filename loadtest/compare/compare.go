@@ -30,15 +30,20 @@ var soldOutBody = []byte(`{"error":"OUT_OF_STOCK"}`)
 
 // StartBare starts a fasthttp server that answers every request with the fixed 409.
 func StartBare() (addr string, stop func(), err error) {
+	return serveFixed(fasthttp.StatusConflict, soldOutBody)
+}
+
+// serveFixed starts a fasthttp server that answers every request status with a JSON body.
+func serveFixed(status int, body []byte) (addr string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
 	s := &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
-			ctx.SetStatusCode(fasthttp.StatusConflict)
+			ctx.SetStatusCode(status)
 			ctx.SetContentType("application/json")
-			ctx.SetBody(soldOutBody)
+			ctx.SetBody(body)
 		},
 		NoDefaultServerHeader: true,
 	}
@@ -59,16 +64,21 @@ func EdgeConfig() config.Edge {
 
 // StartEdge starts the edge (edge/app) with Code sold out and Holders granted orders.
 func StartEdge(ctx context.Context) (addr string, stop func(), err error) {
-	a, err := app.New(ctx, EdgeConfig(), app.WithLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		return "", nil, err
-	}
 	ids := make([]string, Holders)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("granted-%d", i)
 	}
 	state := events.VoucherState{Code: Code, SoldOut: true, At: time.Now().UTC(), Holders: events.NewHolderFilter(ids)}
-	if err := a.Cache.Apply(state); err != nil {
+	return serveEdge(ctx, EdgeConfig(), func(a *app.App) error { return a.Cache.Apply(state) })
+}
+
+// serveEdge starts the edge with cfg, prepared by prepare, on a free 127.0.0.1 port.
+func serveEdge(ctx context.Context, cfg config.Edge, prepare func(*app.App) error) (addr string, stop func(), err error) {
+	a, err := app.New(ctx, cfg, app.WithLog(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		return "", nil, err
+	}
+	if err := prepare(a); err != nil {
 		_ = a.Close()
 		return "", nil, err
 	}
@@ -81,11 +91,13 @@ func StartEdge(ctx context.Context) (addr string, stop func(), err error) {
 	return ln.Addr().String(), func() { _ = a.Close() }, nil
 }
 
-// Report holds every round's results.
+// Report holds every round's results: Bare are the reference server's (the bare fasthttp
+// server, or the checkout API asked directly), Edge the edge's.
 type Report struct {
-	Settings load.Settings
-	Bare     []load.Result
-	Edge     []load.Result
+	Settings    load.Settings
+	Bare        []load.Result
+	Edge        []load.Result
+	passThrough bool // a checkout path through the edge against the checkout API itself
 }
 
 // Run starts both servers and loads each Rounds times, alternating.
@@ -103,30 +115,43 @@ func Run(ctx context.Context, rounds int, s load.Settings) (Report, error) {
 	defer stopEdge()
 
 	r := Report{Settings: s}
+	// The edge forwards the new orders its holder filter takes for holders (0.1% false
+	// positives); with no backend behind it, they get a quick 503.
+	err = r.alternate(ctx, rounds, bare, edge, func(addr string, res load.Result) error {
+		other := res.Requests - res.Statuses[fasthttp.StatusConflict]
+		if res.Errors > 0 || other*1000 > res.Requests*5 || (addr == bare && other > 0) {
+			return fmt.Errorf("%s answered %v, %d failed connections; want (almost) all 409", addr, res.Statuses, res.Errors)
+		}
+		return nil
+	})
+	return r, err
+}
+
+// alternate loads the reference server and the edge rounds times each, taking turns going
+// first so that a trend in the machine's other load is shared, and keeps each round's result
+// that check accepts.
+func (r *Report) alternate(ctx context.Context, rounds int, ref, edge string, check func(addr string, res load.Result) error) error {
 	type server struct {
 		addr string
 		into *[]load.Result
 	}
 	for i := range rounds {
-		order := []server{{bare, &r.Bare}, {edge, &r.Edge}}
-		if i%2 == 1 { // take turns going first, so a trend in the machine's other load is shared
+		order := []server{{ref, &r.Bare}, {edge, &r.Edge}}
+		if i%2 == 1 {
 			order[0], order[1] = order[1], order[0]
 		}
 		for _, t := range order {
-			res, err := load.Run(ctx, t.addr, s)
+			res, err := load.Run(ctx, t.addr, r.Settings)
 			if err != nil {
-				return r, err
+				return err
 			}
-			// The edge forwards the new orders its holder filter takes for holders (0.1% false
-			// positives); with no backend behind it, they get a quick 503.
-			other := res.Requests - res.Statuses[fasthttp.StatusConflict]
-			if res.Errors > 0 || other*1000 > res.Requests*5 || (t.addr == bare && other > 0) {
-				return r, fmt.Errorf("%s answered %v, %d failed connections; want (almost) all 409", t.addr, res.Statuses, res.Errors)
+			if err := check(t.addr, res); err != nil {
+				return err
 			}
 			*t.into = append(*t.into, res)
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // Summary is the median of each figure over the rounds.
@@ -162,20 +187,14 @@ func (r Report) Ratio() float64 {
 
 // Print writes each round and the medians.
 func (r Report) Print(w io.Writer) {
+	if r.passThrough {
+		r.printPassThrough(w)
+		return
+	}
 	s := r.Settings
 	fmt.Fprintf(w, "load: %d connections, %v warm-up + %v per round, %d rounds, POST /vouchers/%s/reservations with new orderIds\n",
 		s.Conns, s.Warmup, s.Duration, len(r.Bare), s.Code)
-	fmt.Fprintf(w, "%-6s %-5s %12s %10s %10s %10s\n", "round", "server", "req/s", "p50", "p99", "max")
-	for i := range r.Bare {
-		for _, x := range []struct {
-			name string
-			res  load.Result
-		}{{"bare", r.Bare[i]}, {"edge", r.Edge[i]}} {
-			fmt.Fprintf(w, "%-6d %-5s %12.0f %10v %10v %10v\n", i+1, x.name, x.res.RPS(),
-				x.res.Latency.Quantile(0.5).Round(time.Microsecond), x.res.Latency.Quantile(0.99).Round(time.Microsecond),
-				x.res.Latency.Max().Round(time.Microsecond))
-		}
-	}
+	r.printRounds(w, "bare", "edge")
 	b, e := r.BareSummary(), r.EdgeSummary()
 	fmt.Fprintf(w, "median bare: %.0f req/s, p50 %v, p99 %v\n", b.RPS, b.P50.Round(time.Microsecond), b.P99.Round(time.Microsecond))
 	fmt.Fprintf(w, "median edge: %.0f req/s, p50 %v, p99 %v (%d of %d new orders forwarded as possible holders)\n",
@@ -185,6 +204,21 @@ func (r Report) Print(w io.Writer) {
 		verdict = "goal NOT met"
 	}
 	fmt.Fprintf(w, "ratio edge/bare: %.2f (goal >= 0.80 with edge p99 < 5ms: %s)\n", r.Ratio(), verdict)
+}
+
+// printRounds writes each round's figures, the reference server's under ref.
+func (r Report) printRounds(w io.Writer, ref, edge string) {
+	fmt.Fprintf(w, "%-6s %-8s %12s %10s %10s %10s\n", "round", "server", "req/s", "p50", "p99", "max")
+	for i := range r.Bare {
+		for _, x := range []struct {
+			name string
+			res  load.Result
+		}{{ref, r.Bare[i]}, {edge, r.Edge[i]}} {
+			fmt.Fprintf(w, "%-6d %-8s %12.0f %10v %10v %10v\n", i+1, x.name, x.res.RPS(),
+				x.res.Latency.Quantile(0.5).Round(time.Microsecond), x.res.Latency.Quantile(0.99).Round(time.Microsecond),
+				x.res.Latency.Max().Round(time.Microsecond))
+		}
+	}
 }
 
 // PrintAgainst writes whether the ratio is within tolerance of baseline, an earlier build's

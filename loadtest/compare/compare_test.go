@@ -3,6 +3,7 @@ package compare
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +46,20 @@ func TestRunAnswersEveryRequest(t *testing.T) {
 		if res.Statuses[409] == 0 || res.Latency.Count() != res.Requests {
 			t.Fatalf("result %+v", res)
 		}
+	}
+}
+
+func TestRunPassThroughAnswersEveryRequest(t *testing.T) {
+	r, err := RunPassThrough(context.Background(), 1, load.Settings{Conns: 2, Duration: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Bare) != 1 || len(r.Edge) != 1 || r.Bare[0].Requests == 0 || r.Edge[0].Requests == 0 {
+		t.Fatalf("report %+v", r)
+	}
+	var out strings.Builder
+	r.Print(&out)
+	if !strings.Contains(out.String(), "ratio through/direct") {
+		t.Fatalf("report printed as\n%s", out.String())
 	}
 }

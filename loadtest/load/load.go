@@ -25,6 +25,7 @@ type Settings struct {
 	Duration time.Duration // measured time
 	Warmup   time.Duration // unmeasured time before it
 	Code     string        // voucher code in the path
+	Path     string        // the path posted to instead of /vouchers/{Code}/reservations (a checkout path)
 	Prefix   string        // orderId prefix; each request gets prefix + a sequence number
 	// Customers is the customerId prefix: each request names a new customer, prefix +
 	// connection + sequence number ("c-" if empty). A run that must not meet an earlier run's
@@ -125,7 +126,11 @@ type worker struct {
 func (w *worker) run(ctx context.Context, conn net.Conn, s Settings, id int, measureFrom, end time.Time) {
 	_ = conn.SetDeadline(end.Add(5 * time.Second)) // no loop outlives its run
 	br := bufio.NewReaderSize(conn, 16<<10)
-	rb := newRequests(s.Code, s.Prefix, s.Customers, id)
+	path := s.Path
+	if path == "" {
+		path = "/vouchers/" + s.Code + "/reservations"
+	}
+	rb := newRequests(path, s.Prefix, s.Customers, id)
 	for seq := 0; ctx.Err() == nil; seq++ {
 		t0 := time.Now()
 		if _, err := conn.Write(rb.next(seq)); err != nil {
@@ -156,12 +161,12 @@ type requests struct {
 	orders, custs   []byte // orderId and customerId up to the sequence number
 }
 
-func newRequests(code, orders, customers string, conn int) *requests {
+func newRequests(path, orders, customers string, conn int) *requests {
 	if customers == "" {
 		customers = "c-"
 	}
 	return &requests{
-		head:   []byte("POST /vouchers/" + code + "/reservations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "),
+		head:   []byte("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "),
 		req:    make([]byte, 0, 512),
 		body:   make([]byte, 0, 256),
 		orders: []byte(orders + strconv.Itoa(conn) + "-"),

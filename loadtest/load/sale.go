@@ -110,7 +110,7 @@ func Sale(ctx context.Context, addr string, s SaleSettings) (SaleResult, error) 
 func (sl *sale) client(ctx context.Context, conn net.Conn, id int) []sent {
 	_ = conn.SetDeadline(sl.hardEnd.Add(5 * time.Second))
 	br := bufio.NewReaderSize(conn, 4<<10)
-	rb := newRequests(sl.s.Code, sl.s.Prefix, sl.s.Customers, id)
+	rb := newRequests("/vouchers/"+sl.s.Code+"/reservations", sl.s.Prefix, sl.s.Customers, id)
 	log := make([]sent, 0, min(2*sl.s.Uses/sl.s.Conns+64, 1<<14))
 	told := false
 	for seq := 0; ctx.Err() == nil; seq++ {

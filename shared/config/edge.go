@@ -28,10 +28,10 @@ type Edge struct {
 	ReadTimeout     time.Duration `env:"VG_EDGE_READ_TIMEOUT" envDefault:"5s"`
 	WriteTimeout    time.Duration `env:"VG_EDGE_WRITE_TIMEOUT" envDefault:"5s"`
 	IdleTimeout     time.Duration `env:"VG_EDGE_IDLE_TIMEOUT" envDefault:"60s"`
-	MaxHeaderBytes  int           `env:"VG_MAX_HEADER_BYTES" envDefault:"8192"`           // shared with the backend: see HeaderLimit
-	MaxBodyBytes    int           `env:"VG_EDGE_MAX_BODY_BYTES" envDefault:"1048576"`     // any request
-	MaxAPIBodyBytes int           `env:"VG_MAX_BODY_BYTES" envDefault:"8192"`             // voucher and quota requests; the backend's limit
-	MaxRespBytes    int           `env:"VG_EDGE_MAX_RESPONSE_BYTES" envDefault:"4194304"` // any upstream answer
+	MaxHeaderBytes  int           `env:"VG_MAX_HEADER_BYTES" envDefault:"8192"`       // shared with the backend: see HeaderLimit
+	MaxBodyBytes    int           `env:"VG_EDGE_MAX_BODY_BYTES" envDefault:"1048576"` // any request
+	MaxAPIBodyBytes int           `env:"VG_MAX_BODY_BYTES" envDefault:"8192"`         // voucher and quota requests; the backend's limit
+	MaxRespBytes    int           `env:"VG_EDGE_MAX_RESPONSE_BYTES" envDefault:"0"`   // a checkout API answer; 0: no cap
 	ShutdownGrace   time.Duration `env:"VG_EDGE_SHUTDOWN_GRACE" envDefault:"10s"`
 
 	// What all clients together may hold: connections, and request bodies larger than
@@ -42,7 +42,7 @@ type Edge struct {
 
 	// Upstream side: each call is bounded as a whole and in each step.
 	BackendTimeout  time.Duration `env:"VG_EDGE_BACKEND_TIMEOUT" envDefault:"3s"`
-	UpstreamTimeout time.Duration `env:"VG_EDGE_UPSTREAM_TIMEOUT" envDefault:"10s"`
+	UpstreamTimeout time.Duration `env:"VG_EDGE_UPSTREAM_TIMEOUT" envDefault:"0s"` // a checkout call in all; 0: none (see the pass-through below)
 	DialTimeout     time.Duration `env:"VG_EDGE_DIAL_TIMEOUT" envDefault:"500ms"`
 	ConnWait        time.Duration `env:"VG_EDGE_CONN_WAIT" envDefault:"100ms"`
 	MaxConns        int           `env:"VG_EDGE_MAX_CONNS" envDefault:"512"`   // per backend, and to the upstream
@@ -88,6 +88,18 @@ type Edge struct {
 	// Anonymous says whether the edge may run with a service key and no shoppers' tokens, where
 	// every anonymous request reaches the backends with the key's scopes (anonymous.go).
 	Anonymous string `env:"VG_EDGE_ANONYMOUS" envDefault:"refuse"`
+
+	// The pass-through to the checkout API (VG_EDGE_UPSTREAM): how long its idle connections
+	// are kept, how long its answers may pause, per path prefix, how large their header may be,
+	// what /readyz asks it, and the proxies before the edge whose forwarding headers are kept.
+	// Checked by checkPassThrough (edge_passthrough.go).
+	UpstreamKeepAlive      time.Duration `env:"VG_EDGE_UPSTREAM_KEEPALIVE" envDefault:"2s"`
+	UpstreamReadTimeout    time.Duration `env:"VG_EDGE_UPSTREAM_READ_TIMEOUT" envDefault:"60s"`
+	StreamSendTimeout      time.Duration `env:"VG_EDGE_STREAM_SEND_TIMEOUT" envDefault:"60s"` // each write of a streamed answer to the client
+	UpstreamTimeouts       string        `env:"VG_EDGE_UPSTREAM_TIMEOUTS"`                    // PREFIX=READ[/TOTAL],...
+	UpstreamMaxHeaderBytes int           `env:"VG_EDGE_UPSTREAM_MAX_HEADER_BYTES" envDefault:"65536"`
+	UpstreamProbePath      string        `env:"VG_EDGE_UPSTREAM_PROBE_PATH" envDefault:"/"`
+	TrustedProxies         []string      `env:"VG_EDGE_TRUSTED_PROXIES" envSeparator:","`
 	Log
 }
 
@@ -155,7 +167,7 @@ func (c Edge) Check() error {
 	}{
 		{"VG_EDGE_READ_TIMEOUT", c.ReadTimeout}, {"VG_EDGE_WRITE_TIMEOUT", c.WriteTimeout},
 		{"VG_EDGE_IDLE_TIMEOUT", c.IdleTimeout}, {"VG_EDGE_SHUTDOWN_GRACE", c.ShutdownGrace},
-		{"VG_EDGE_BACKEND_TIMEOUT", c.BackendTimeout}, {"VG_EDGE_UPSTREAM_TIMEOUT", c.UpstreamTimeout},
+		{"VG_EDGE_BACKEND_TIMEOUT", c.BackendTimeout},
 		{"VG_EDGE_DIAL_TIMEOUT", c.DialTimeout}, {"VG_EDGE_HEALTH_EVERY", c.HealthEvery},
 		{"VG_EDGE_HEALTH_TIMEOUT", c.HealthTimeout}, {"VG_EDGE_SOLDOUT_TTL", c.SoldOutTTL},
 		{"VG_EDGE_STATE_EVERY", c.StateEvery}, {"VG_EDGE_RESERVE_WAIT", c.ReserveWait},
@@ -191,8 +203,9 @@ func (c Edge) Check() error {
 		return fmt.Errorf("VG_EDGE_BODY_BUDGET_BYTES is %d; expected 0 (no cap) or at least VG_EDGE_MAX_BODY_BYTES (%d)", c.BodyBudgetBytes, c.MaxBodyBytes)
 	case c.HasOps() && !validHostPort(c.OpsAddr):
 		return fmt.Errorf("VG_EDGE_OPS_ADDR is %q; expected host:port such as 127.0.0.1:9081, or %q (no ops listener)", c.OpsAddr, OpsOff)
-	case c.MaxRespBytes < 1024:
-		return fmt.Errorf("VG_EDGE_MAX_RESPONSE_BYTES is %d; expected at least 1024", c.MaxRespBytes)
+	}
+	if err := c.checkPassThrough(); err != nil {
+		return err
 	}
 	if err := c.checkAuth(); err != nil {
 		return err
