@@ -15,9 +15,20 @@ import (
 // Errors: as Deduct's: ErrInvalid, ErrQuotaExceeded (an *ExceededError), ErrRolledBack,
 // ErrIdemKeyReused, ErrUnavailable.
 func (s *Service) Check(ctx context.Context, bizID int64, idemKey string, items []Item) (DeductResult, error) {
+	return s.As("").Check(ctx, bizID, idemKey, items)
+}
+
+// Check is Service.Check with the caller's idemKeys.
+func (c Caller) Check(ctx context.Context, bizID int64, idemKey string, items []Item) (DeductResult, error) {
 	if err := validateDeduct(bizID, idemKey, items); err != nil {
 		return DeductResult{}, err
 	}
+	res, err := c.s.check(ctx, bizID, c.stored(idemKey), items)
+	res.IdemKey = idemKey
+	return res, err
+}
+
+func (s *Service) check(ctx context.Context, bizID int64, idemKey string, items []Item) (DeductResult, error) {
 	now := s.cfg.Clock.Now()
 	steps, err := plan(s.cfg.KeyPrefix, bizID, items, s.rules.current(), now)
 	if err != nil {

@@ -37,11 +37,18 @@ type DeductResult struct {
 //     back what it holds and answers "retry". A request of one identity needs no settling: a
 //     refusal there holds nothing, so none of its steps is ever undone.
 func (s *Service) Deduct(ctx context.Context, bizID int64, idemKey string, items []Item) (DeductResult, error) {
+	return s.As("").Deduct(ctx, bizID, idemKey, items)
+}
+
+// Deduct is Service.Deduct with the caller's idemKeys.
+func (c Caller) Deduct(ctx context.Context, bizID int64, idemKey string, items []Item) (DeductResult, error) {
+	s := c.s
 	if err := validateDeduct(bizID, idemKey, items); err != nil {
 		return DeductResult{}, err
 	}
 	s.metrics.deducts.Add(1)
-	res, err := s.deduct(ctx, bizID, idemKey, items)
+	res, err := s.deduct(ctx, bizID, c.stored(idemKey), items)
+	res.IdemKey = idemKey
 	switch {
 	case err == nil:
 		s.metrics.taken.Add(1)

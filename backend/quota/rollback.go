@@ -35,12 +35,23 @@ const rollbackReads = 4
 //
 // Errors: ErrInvalid, ErrUnavailable (retry: what was given back stays given back).
 func (s *Service) Rollback(ctx context.Context, bizID int64, idemKey string) (RollbackResult, error) {
+	return s.As("").Rollback(ctx, bizID, idemKey)
+}
+
+// Rollback is Service.Rollback with the caller's idemKeys.
+func (c Caller) Rollback(ctx context.Context, bizID int64, idemKey string) (RollbackResult, error) {
 	if bizID <= 0 {
 		return RollbackResult{}, invalid("bizId must be a positive integer")
 	}
 	if err := checkID("idemKey", idemKey, wire.MaxIdemKeyLen); err != nil {
 		return RollbackResult{}, err
 	}
+	res, err := c.s.rollback(ctx, bizID, c.stored(idemKey))
+	res.IdemKey = idemKey
+	return res, err
+}
+
+func (s *Service) rollback(ctx context.Context, bizID int64, idemKey string) (RollbackResult, error) {
 	s.metrics.rollbacks.Add(1)
 	tags, err := s.scripts.close(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey))
 	if err != nil {
@@ -119,13 +130,19 @@ type Noted struct {
 //
 // Errors: ErrInvalid, ErrUnavailable.
 func (s *Service) Noted(ctx context.Context, bizID int64, idemKey string) ([]Noted, error) {
+	return s.As("").Noted(ctx, bizID, idemKey)
+}
+
+// Noted is Service.Noted with the caller's idemKeys.
+func (c Caller) Noted(ctx context.Context, bizID int64, idemKey string) ([]Noted, error) {
+	s := c.s
 	if bizID <= 0 {
 		return nil, invalid("bizId must be a positive integer")
 	}
 	if err := checkID("idemKey", idemKey, wire.MaxIdemKeyLen); err != nil {
 		return nil, err
 	}
-	fields, err := s.scripts.rdb.HKeys(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey)).Result()
+	fields, err := s.scripts.rdb.HKeys(ctx, requestKey(s.cfg.KeyPrefix, bizID, c.stored(idemKey))).Result()
 	if err != nil {
 		s.metrics.unavailable.Add(1)
 		return nil, unavailable("read the identities of "+idemKey, err)
