@@ -72,7 +72,8 @@ func (s *Server) listRedemptions(ctx *fasthttp.RequestCtx, code string) {
 	}
 	out := wire.RedemptionPage{Redemptions: make([]wire.Redemption, len(page))}
 	for i, r := range page {
-		out.Redemptions[i] = wire.Redemption{OrderID: r.OrderID, CustomerID: r.CustomerID, Status: r.Status,
+		out.Redemptions[i] = wire.Redemption{OrderID: wire.ClientOrderID(r.OrderID), CustomerID: r.CustomerID,
+			ByShopper: wire.ClientOrderID(r.OrderID) != r.OrderID, Status: r.Status,
 			OrderAmount: r.OrderAmount, DiscountAmount: r.DiscountAmount, ReservedAt: r.ReservedAt,
 			HoldExpiresAt: r.HoldExpiresAt, ConfirmedAt: r.ConfirmedAt, ReleasedAt: r.ReleasedAt}
 	}

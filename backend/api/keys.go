@@ -64,7 +64,7 @@ func presentedKey(h *fasthttp.RequestHeader) []byte {
 }
 
 // permit checks the request's key against the route's scopes and, when it may name one, reads
-// the end user the request acts for into p.subject. It answers the refusal and returns false
+// the shopper the request acts for into p.shopper. It answers the refusal and returns false
 // when the request may not go on.
 func (s *Server) permit(ctx *fasthttp.RequestCtx, e *endpoint, p *params) bool {
 	if e.scopes == 0 {
@@ -98,7 +98,8 @@ func (s *Server) permit(ctx *fasthttp.RequestCtx, e *endpoint, p *params) bool {
 			return s.refuse(ctx, refusedUntrusted, fasthttp.StatusForbidden, wire.CodeForbidden,
 				SubjectHeader+" is trusted only from a service key with scope edge; the API key "+key.Name+" has not")
 		}
-		p.subject = string(subject)
+		p.shopper = &wire.Shopper{Subject: string(subject),
+			Identities: wire.DecodeIdentities(string(ctx.Request.Header.Peek(IdentitiesHeader)))}
 	}
 	return true
 }

@@ -27,7 +27,12 @@ var outcomes = []outcome{
 	{err: voucher.ErrAlreadyUsed, status: fasthttp.StatusConflict, code: wire.CodeAlreadyUsed},
 	{err: voucher.ErrNotEligible, status: fasthttp.StatusUnprocessableEntity, code: wire.CodeNotEligible},
 	{err: voucher.ErrVoucherNotFound, status: fasthttp.StatusNotFound, code: wire.CodeVoucherNotFound},
-	{err: voucher.ErrReservationNotFound, status: fasthttp.StatusNotFound, code: wire.CodeReservationNotFound},
+	// one message for every missing order: a shopper's orders are stored in its scope, and
+	// another customer's order must read exactly as no order at all (subject.go)
+	{err: voucher.ErrReservationNotFound, status: fasthttp.StatusNotFound, code: wire.CodeReservationNotFound,
+		message: "the voucher has no reservation for this orderId"},
+	{err: voucher.ErrOrderAmbiguous, status: fasthttp.StatusConflict, code: wire.CodeOrderAmbiguous,
+		message: "several shoppers reserved this orderId; name the customer with ?customerId="},
 	{err: voucher.ErrReleased, status: fasthttp.StatusConflict, code: wire.CodeReservationReleased},
 	{err: voucher.ErrConfirmed, status: fasthttp.StatusConflict, code: wire.CodeReservationConfirmed},
 	{err: voucher.ErrVoucherExists, status: fasthttp.StatusConflict, code: wire.CodeVoucherExists},

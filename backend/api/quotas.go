@@ -15,14 +15,14 @@ import (
 // deadline of ours could not give back the steps it took.
 
 // deduction reads a deduct's body (deduct's and check's) and checks its identities against
-// the caller's subject; it answers 400 or 403 and returns false when the request may not go on.
-func (s *Server) deduction(ctx *fasthttp.RequestCtx, subject string) (wire.QuotaDeductRequest, []quota.Item, bool) {
+// the caller's shopper; it answers 400 or 403 and returns false when the request may not go on.
+func (s *Server) deduction(ctx *fasthttp.RequestCtx, sh *wire.Shopper) (wire.QuotaDeductRequest, []quota.Item, bool) {
 	req, items, err := decodeDeduct(ctx.PostBody(), s.readDeduct)
 	if err != nil {
 		badRequest(ctx, err)
 		return req, nil, false
 	}
-	if !s.subjectMayDeduct(ctx, subject, items) {
+	if !s.shopperOwnsItems(ctx, sh, items) {
 		return req, nil, false
 	}
 	return req, items, true
@@ -31,12 +31,12 @@ func (s *Server) deduction(ctx *fasthttp.RequestCtx, subject string) (wire.Quota
 // deduct answers POST /quotas/deduct: 200 wire.QuotaDeductResponse (also to every retry of
 // the idemKey), 409 wire.QuotaExceeded, 409 QUOTA_ROLLED_BACK or IDEMPOTENCY_KEY_REUSED,
 // 400, 413, 503 (outcome may be unknown: retry with the same idemKey or roll back).
-func (s *Server) deduct(ctx *fasthttp.RequestCtx, subject string) {
-	req, items, ok := s.deduction(ctx, subject)
+func (s *Server) deduct(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
+	req, items, ok := s.deduction(ctx, sh)
 	if !ok {
 		return
 	}
-	res, err := s.quotas.Deduct(context.Background(), req.BizID, req.IdemKey, items)
+	res, err := s.quotaCalls(sh).Deduct(context.Background(), req.BizID, req.IdemKey, items)
 	if err != nil {
 		s.respondOutcome(ctx, err)
 		return
@@ -52,12 +52,12 @@ func (s *Server) deduct(ctx *fasthttp.RequestCtx, subject string) {
 // the deduct's: 200 wire.QuotaCheckResponse, passing with the counters a deduct would reach or
 // not with the code (and for QUOTA_EXCEEDED the 409 body) it would be refused with; 400, 413,
 // 503 as a deduct. A refusal is an answer to the question, so a 200.
-func (s *Server) check(ctx *fasthttp.RequestCtx, subject string) {
-	req, items, ok := s.deduction(ctx, subject)
+func (s *Server) check(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
+	req, items, ok := s.deduction(ctx, sh)
 	if !ok {
 		return
 	}
-	res, err := s.quotas.Check(context.Background(), req.BizID, req.IdemKey, items)
+	res, err := s.quotaCalls(sh).Check(context.Background(), req.BizID, req.IdemKey, items)
 	if err != nil {
 		refused, ok := refusalCode(err)
 		if !ok {
@@ -81,16 +81,17 @@ func (s *Server) check(ctx *fasthttp.RequestCtx, subject string) {
 
 // rollback answers POST /quotas/rollback: 200 wire.QuotaRollbackResponse saying what this call
 // gave back (nothing for an unknown or already rolled back idemKey), 400, 413, 503.
-func (s *Server) rollback(ctx *fasthttp.RequestCtx, subject string) {
+func (s *Server) rollback(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
 	var req wire.QuotaRollbackRequest
 	if err := decodeJSON(ctx.PostBody(), &req, strict); err != nil {
 		badRequest(ctx, err)
 		return
 	}
-	if !s.subjectMayRollback(ctx, subject, req.BizID, req.IdemKey) {
+	calls := s.quotaCalls(sh)
+	if !s.shopperMayRollback(ctx, calls, sh, req.BizID, req.IdemKey) {
 		return
 	}
-	res, err := s.quotas.Rollback(context.Background(), req.BizID, req.IdemKey)
+	res, err := calls.Rollback(context.Background(), req.BizID, req.IdemKey)
 	if err != nil {
 		s.respondOutcome(ctx, err)
 		return
@@ -107,7 +108,7 @@ func (s *Server) rollback(ctx *fasthttp.RequestCtx, subject string) {
 // repeat, or be left out for the counters of every rule that names its dimension): 200
 // wire.QuotaUsageResponse, 400, 503. Values are URL-decoded, so a phone number's '+' must be
 // sent as %2B.
-func (s *Server) usage(ctx *fasthttp.RequestCtx, subject string) {
+func (s *Server) usage(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
 	q := ctx.QueryArgs()
 	bizID, err := positiveInt("bizId", q.Peek("bizId"))
 	if err != nil {
@@ -122,7 +123,7 @@ func (s *Server) usage(ctx *fasthttp.RequestCtx, subject string) {
 		}
 	}
 	typ, identity := string(q.Peek("identityType")), string(q.Peek("identity"))
-	if !s.subjectMayRead(ctx, subject, typ, identity) {
+	if !s.shopperMayRead(ctx, sh, typ, identity) {
 		return
 	}
 	cs, err := s.quotas.Usage(context.Background(), bizID, typ, identity, dims)

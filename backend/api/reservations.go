@@ -12,18 +12,23 @@ import (
 )
 
 // reservation reads a reservation's body (reserve's and validate's) and checks it against the
-// caller's subject; it answers 400 or 403 and returns false when the request may not go on.
+// caller's shopper, whose orderId it puts in the shopper's scope (subject.go); it answers 400 or
+// 403 and returns false when the request may not go on.
 func (s *Server) reservation(ctx *fasthttp.RequestCtx, p params) (voucher.Request, bool) {
 	req, err := decodeReserve(ctx.PostBody())
 	if err != nil {
 		badRequest(ctx, err)
 		return voucher.Request{}, false
 	}
-	if !s.subjectMayReserve(ctx, p.subject, string(req.CustomerID)) {
+	customer := string(req.CustomerID)
+	if !s.shopperMayReserve(ctx, p.shopper, customer) {
 		return voucher.Request{}, false
 	}
-	return voucher.Request{Code: p.code, CustomerID: string(req.CustomerID), OrderID: req.OrderID,
-		OrderAmount: *req.OrderAmount}, true
+	order := req.OrderID
+	if p.shopper != nil {
+		order = wire.ShopperOrderID(customer, order)
+	}
+	return voucher.Request{Code: p.code, CustomerID: customer, OrderID: order, OrderAmount: *req.OrderAmount}, true
 }
 
 func (s *Server) reserve(ctx *fasthttp.RequestCtx, p params) {
@@ -38,7 +43,7 @@ func (s *Server) reserve(ctx *fasthttp.RequestCtx, p params) {
 		s.respondOutcome(ctx, err)
 		return
 	}
-	respondJSON(ctx, fasthttp.StatusCreated, wire.ReserveResponse{OrderID: r.OrderID, DiscountAmount: r.DiscountAmount})
+	respondJSON(ctx, fasthttp.StatusCreated, wire.ReserveResponse{OrderID: wire.ClientOrderID(r.OrderID), DiscountAmount: r.DiscountAmount})
 }
 
 // validate answers POST /vouchers/{code}/validate, a dry run of a reservation with its body,
@@ -73,23 +78,47 @@ func (s *Server) release(ctx *fasthttp.RequestCtx, p params) {
 }
 
 // changeReservation confirms or releases (change) the order's reservation and answers its
-// status; for a subject, only its own order's (subject.go).
+// status. A shopper's order is its own (subject.go); a service names a shopper's order by its
+// orderId, and by ?customerId= when several shoppers reserved that orderId.
 func (s *Server) changeReservation(ctx *fasthttp.RequestCtx, p params,
 	change func(ctx context.Context, code, orderID string) (voucher.Redemption, error)) {
 	if !checkOrderID(ctx, p.order) {
 		return
 	}
-	c, cancel := s.context()
-	defer cancel()
-	if !s.subjectOwnsOrder(c, ctx, p.subject, p.code, p.order) {
+	owner, ok := s.orderOwner(ctx, p)
+	if !ok {
 		return
 	}
-	r, err := change(c, p.code, p.order)
+	c, cancel := s.context()
+	defer cancel()
+	stored, err := s.vouchers.StoredOrder(c, p.code, p.order, owner)
 	if err != nil {
 		s.respondOutcome(ctx, err)
 		return
 	}
-	respondJSON(ctx, fasthttp.StatusOK, wire.ReservationStatus{OrderID: r.OrderID, Status: r.Status})
+	r, err := change(c, p.code, stored)
+	if err != nil {
+		s.respondOutcome(ctx, err)
+		return
+	}
+	respondJSON(ctx, fasthttp.StatusOK, wire.ReservationStatus{OrderID: p.order, Status: r.Status})
+}
+
+// orderOwner is the customer whose order a confirm or release names: the shopper, or the
+// ?customerId= a service may add ("" when it adds none). It answers 400 for a bad customerId.
+func (s *Server) orderOwner(ctx *fasthttp.RequestCtx, p params) (string, bool) {
+	if p.shopper != nil {
+		return p.shopper.Subject, true
+	}
+	owner := ctx.QueryArgs().Peek("customerId")
+	if owner == nil {
+		return "", true
+	}
+	if err := wire.CheckID("customerId", string(owner), wire.MaxCustomerLen); err != nil {
+		badRequest(ctx, err)
+		return "", false
+	}
+	return string(owner), true
 }
 
 // state answers the voucher's sold-out state with its holders, for an edge that learned of a

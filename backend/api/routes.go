@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/backend/apikeys"
+	"vouchergate/shared/wire"
 )
 
 // Endpoint is one route the server serves: its method and its path, whose {name} segments are
@@ -29,13 +30,13 @@ type endpoint struct {
 	handle func(s *Server, ctx *fasthttp.RequestCtx, p params)
 }
 
-// params are the path's parameters: {code}, {orderId}, {id}; and the end user the request
-// acts for, when a trusted edge names one (subject.go).
+// params are the path's parameters: {code}, {orderId}, {id}; and the shopper the request acts
+// for, when a trusted edge names one (subject.go).
 type params struct {
 	code    string // a valid voucher code: the route checked it
 	order   string
 	id      []byte
-	subject string // "" when none
+	shopper *wire.Shopper // nil when none
 }
 
 func vouchersOn(s *Server) bool { return s.vouchers != nil }
@@ -65,13 +66,13 @@ var endpoints = routeTable([]endpoint{
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.state(ctx, p.code) }},
 
 	{Endpoint: Endpoint{"POST", "/quotas/deduct"}, name: "quota_deduct", on: quotasOn, scopes: apikeys.Quota,
-		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.deduct(ctx, p.subject) }},
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.deduct(ctx, p.shopper) }},
 	{Endpoint: Endpoint{"POST", "/quotas/check"}, name: "quota_check", on: quotasOn, scopes: apikeys.Quota,
-		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.check(ctx, p.subject) }},
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.check(ctx, p.shopper) }},
 	{Endpoint: Endpoint{"POST", "/quotas/rollback"}, name: "quota_rollback", on: quotasOn, scopes: apikeys.Quota,
-		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.rollback(ctx, p.subject) }},
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.rollback(ctx, p.shopper) }},
 	{Endpoint: Endpoint{"GET", "/quotas/usage"}, name: "quota_usage", on: quotasOn, scopes: apikeys.Quota | apikeys.Read,
-		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.usage(ctx, p.subject) }},
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.usage(ctx, p.shopper) }},
 
 	{Endpoint: Endpoint{"POST", "/admin/vouchers"}, name: "admin_create_voucher", on: vouchersOn,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.createVoucher(ctx) }},

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/valyala/fasthttp"
 
@@ -9,103 +10,82 @@ import (
 	"vouchergate/shared/wire"
 )
 
-// The end user a request acts for. The edge verifies an end user's token and forwards its
-// subject in X-VG-Subject with its own service key; the backend trusts the header only from a
-// key with scope edge (keys.go: from any other key, or with no keys configured, it is a 403, not
-// ignored, so that an edge whose key lacks the scope fails loudly instead of running unchecked).
-// A trusted subject narrows what the request may touch to the subject's own:
+// The end user a request acts for: a shopper. The edge verifies a shopper's token and forwards
+// its subject in X-VG-Subject, and the other quota identities the token carries (DEVICE,
+// PHONE... in the claims the operator mapped) in X-VG-Identities, with its own service key; the
+// backend trusts both only from a key with scope edge (keys.go: from any other key, or with no
+// keys configured, X-VG-Subject is a 403, not ignored, so that an edge whose key lacks the
+// scope fails loudly instead of running unchecked). A shopper acts only as itself:
 //
-//   - reserve: the body's customerId must be the subject;
-//   - confirm and release: the order's customer must be (read from its redemption first; an
-//     order of no customer yet is answered 404 as the call would, so it cannot be claimed between
-//     the check and the call);
-//   - quota deduct: every item whose identityType is USER must name the subject as its identity;
-//   - quota rollback: every USER identity the idemKey's deducts noted must be the subject. A
-//     deduct of the same idemKey running at the same moment may note another after the check:
-//     idemKeys are the caller's, one per purchase, so that takes two users sharing one. An
-//     idemKey nothing has noted yet is answered as a rollback of nothing, without the
-//     rolled-back mark: the mark would refuse every later deduct of that idemKey, whoever's,
-//     so a subject writing it could bar another user's purchase by guessing its idemKey. The
-//     mark's guarantee (a rollback sent before a timed-out deduct lands wins) stays with
-//     service callers; a shopper whose deduct lands after their rollback rolls back again;
-//   - quota usage: an identityType of USER must ask for the subject's identity.
+//   - reserve and validate: the body's customerId must be the subject (403);
+//   - orderIds: a shopper's are its own (wire.ShopperOrderID), so one it reserves never takes,
+//     blocks or answers another customer's orderId of the same string; confirm and release
+//     find the shopper's own order, or a service's order of that orderId made for the
+//     shopper (voucher.Service.StoredOrder);
+//   - quota deduct and check: every item's identity must be the shopper's (USER the subject,
+//     another type one of its token's values for that type; 403);
+//   - idemKeys: a shopper's are its own (quota.Caller), so another shopper's deduct, check or
+//     rollback with the same string never meets them. A rollback of an idemKey the shopper's
+//     deducts have not noted gives back nothing and writes no rolled-back mark (the mark's
+//     guarantee, that a rollback sent before a timed-out deduct lands wins, stays with service
+//     callers; a shopper whose deduct lands after their rollback rolls back again);
+//   - quota usage: the identity asked about must be the shopper's (403).
 //
-// Without a subject (a service calling for any customer) nothing here applies. A mismatch is a
-// 403 FORBIDDEN, counted as subject_mismatch.
+// No oracle: to a shopper, another customer's orderId or idemKey is answered exactly as one
+// nobody used, on every route; a 403 is only ever about the shopper's own token (a customerId
+// or identity that is not its own), whatever exists. Without a shopper (a service calling for
+// any customer) none of this applies, and a service names a shopper's order to confirm or
+// release it by its orderId, with ?customerId= when several shoppers reserved that orderId.
+// A 403 here is counted as subject_mismatch.
 
-// SubjectHeader carries the end user's subject from a key with scope edge.
+// SubjectHeader carries the shopper's subject from a key with scope edge.
 const SubjectHeader = "X-VG-Subject"
 
-// SubjectIdentityType is the quota identity type a subject is: identities of this type must be
-// the subject.
-const SubjectIdentityType = "USER"
+// IdentitiesHeader carries the shopper's other quota identities (wire.EncodeIdentities) beside
+// SubjectHeader.
+const IdentitiesHeader = "X-VG-Identities"
 
-// notTheSubject answers 403 for a request that acts for someone other than its subject.
-func (s *Server) notTheSubject(ctx *fasthttp.RequestCtx, what string) {
-	s.refuse(ctx, refusedSubject, fasthttp.StatusForbidden, wire.CodeForbidden, what+" is not the end user named by "+SubjectHeader)
+// notTheShopper answers 403 for a request that acts for someone other than its shopper.
+func (s *Server) notTheShopper(ctx *fasthttp.RequestCtx, what string) {
+	s.refuse(ctx, refusedSubject, fasthttp.StatusForbidden, wire.CodeForbidden, what+" is not the shopper's own (the end user named by "+SubjectHeader+")")
 }
 
-// subjectMayReserve reports whether a reservation for customer may go on; it answers the 403
+// shopperMayReserve reports whether a reservation for customer may go on; it answers the 403
 // when not.
-func (s *Server) subjectMayReserve(ctx *fasthttp.RequestCtx, subject, customer string) bool {
-	if subject == "" || subject == customer {
+func (s *Server) shopperMayReserve(ctx *fasthttp.RequestCtx, sh *wire.Shopper, customer string) bool {
+	if sh == nil || sh.Subject == customer {
 		return true
 	}
-	s.notTheSubject(ctx, "customerId")
+	s.notTheShopper(ctx, "customerId")
 	return false
 }
 
-// subjectOwnsOrder reports whether the order's reservation is the subject's; it answers the 403
-// (or the outcome of reading the order) when not.
-func (s *Server) subjectOwnsOrder(c context.Context, ctx *fasthttp.RequestCtx, subject, code, orderID string) bool {
-	if subject == "" {
-		return true
-	}
-	r, err := s.vouchers.Redemption(c, code, orderID)
-	if err != nil {
-		s.respondOutcome(ctx, err)
-		return false
-	}
-	if r.CustomerID != subject {
-		s.notTheSubject(ctx, "the order's customer")
-		return false
-	}
-	return true
-}
-
-// subjectMayDeduct reports whether every USER identity of items is the subject; it answers the
-// 403 when not.
-func (s *Server) subjectMayDeduct(ctx *fasthttp.RequestCtx, subject string, items []quota.Item) bool {
-	if subject == "" {
+// shopperOwnsItems reports whether every item's identity is the shopper's; it answers the 403
+// when not.
+func (s *Server) shopperOwnsItems(ctx *fasthttp.RequestCtx, sh *wire.Shopper, items []quota.Item) bool {
+	if sh == nil {
 		return true
 	}
 	for i := range items {
-		if items[i].IdentityType == SubjectIdentityType && items[i].Identity != subject {
-			s.notTheSubject(ctx, "an item's USER identity")
+		if !sh.Owns(items[i].IdentityType, items[i].Identity) {
+			s.notTheShopper(ctx, "the identity "+items[i].IdentityType+" of items["+strconv.Itoa(i)+"]")
 			return false
 		}
 	}
 	return true
 }
 
-// subjectMayRollback reports whether the rollback may go on: with no subject, always; with
-// one, when every USER identity the idemKey's deducts noted is the subject and at least one
-// identity is noted. Otherwise it answers: 403 for another's identity, or 200 with nothing
-// given back, writing nothing, for an idemKey nothing has noted (see the top of this file).
-func (s *Server) subjectMayRollback(ctx *fasthttp.RequestCtx, subject string, bizID int64, idemKey string) bool {
-	if subject == "" {
+// shopperMayRollback reports whether the rollback may go on: with no shopper, always; with one,
+// when its deducts of the idemKey noted an identity. Otherwise it answers 200 with nothing
+// given back, writing nothing (see the top of this file).
+func (s *Server) shopperMayRollback(ctx *fasthttp.RequestCtx, calls quota.Caller, sh *wire.Shopper, bizID int64, idemKey string) bool {
+	if sh == nil {
 		return true
 	}
-	noted, err := s.quotas.Noted(context.Background(), bizID, idemKey)
+	noted, err := calls.Noted(context.Background(), bizID, idemKey)
 	if err != nil {
 		s.respondOutcome(ctx, err)
 		return false
-	}
-	for _, n := range noted {
-		if n.IdentityType == SubjectIdentityType && n.Identity != subject {
-			s.notTheSubject(ctx, "a USER identity of this idemKey")
-			return false
-		}
 	}
 	if len(noted) == 0 {
 		respondJSON(ctx, fasthttp.StatusOK, &wire.QuotaRollbackResponse{IdemKey: idemKey, Returned: []wire.QuotaReturned{}})
@@ -114,11 +94,20 @@ func (s *Server) subjectMayRollback(ctx *fasthttp.RequestCtx, subject string, bi
 	return true
 }
 
-// subjectMayRead reports whether usage of the identity may be read; it answers the 403 when not.
-func (s *Server) subjectMayRead(ctx *fasthttp.RequestCtx, subject, identityType, identity string) bool {
-	if subject == "" || identityType != SubjectIdentityType || identity == subject {
+// shopperMayRead reports whether usage of the identity may be read; it answers the 403 when not.
+func (s *Server) shopperMayRead(ctx *fasthttp.RequestCtx, sh *wire.Shopper, identityType, identity string) bool {
+	if sh == nil || sh.Owns(identityType, identity) {
 		return true
 	}
-	s.notTheSubject(ctx, "identity")
+	s.notTheShopper(ctx, "the identity asked about")
 	return false
+}
+
+// quotaCalls are the quota calls of the request's caller: the shopper's own idemKeys, or the
+// services'.
+func (s *Server) quotaCalls(sh *wire.Shopper) quota.Caller {
+	if sh == nil {
+		return s.quotas.As("")
+	}
+	return s.quotas.As(sh.Subject)
 }

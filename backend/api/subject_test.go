@@ -76,9 +76,11 @@ func redemptionStatus(t *testing.T, b *backendtest.Backend, code, order string) 
 	return ""
 }
 
-// From the edge, a subject reserves only for itself and confirms or releases only its own
-// order; a buyer cannot release another buyer's reservation. Without a subject the edge's key
-// acts for anyone, as a service does.
+// From the edge, a shopper reserves only for itself, and its orderIds are its own: another
+// shopper's confirm or release of them is answered exactly as for an order nobody reserved, and
+// another shopper reserving the same orderId string gets a reservation of its own instead of
+// ALREADY_USED. A service confirms a shopper's order by the plain orderId, naming the customer
+// when several shoppers reserved it.
 func TestSubjectActsOnlyOnItsOwnOrders(t *testing.T) {
 	b, _ := startWithKeys(t, testKeys...)
 	forbidden := 0 // 403s answered, each to be counted as a subject mismatch
@@ -90,118 +92,177 @@ func TestSubjectActsOnlyOnItsOwnOrders(t *testing.T) {
 		b.CreateVoucher(t, backendtest.Voucher{Code: code, Discount: 100, TotalLimit: 10, FlashSale: flash})
 		base := "/vouchers/" + code + "/reservations"
 		asEdge := func(method, uri, body, subject string) (int, string) {
-			st, c, _ := (keyed{method: method, uri: uri, body: body, secret: secretEdge, subject: subject}).send(t, b)
+			st, answer, _ := b.DoWithHeaders(t, method, uri, body, withSubject(secretEdge, subject))
 			if st == 403 {
 				forbidden++
 			}
-			return st, c
+			return st, string(answer)
+		}
+		reserve := func(customer, order string) string {
+			return `{"customerId":"` + customer + `","orderId":"` + order + `","orderAmount":100}`
+		}
+		a := code + "-a"
+
+		if st, body := asEdge("POST", base, reserve("alice", a), "bob"); st != 403 {
+			t.Errorf("%s: bob reserving for alice: %d %s; want 403", code, st, body)
+		}
+		if st, body := asEdge("POST", base, reserve("alice", a), "alice"); st != 201 || body != `{"orderId":"`+a+`","discountAmount":100}` {
+			t.Fatalf("%s: alice reserving for herself: %d %s", code, st, body)
+		}
+		if st, body := asEdge("POST", base, reserve("bob", code+"-b"), ""); st != 201 {
+			t.Fatalf("%s: the edge reserving for bob without a subject: %d %s", code, st, body)
 		}
 
-		if st, c := asEdge("POST", base, `{"customerId":"alice","orderId":"`+code+`-a","orderAmount":100}`, "bob"); st != 403 || c != "FORBIDDEN" {
-			t.Errorf("%s: bob reserving for alice: %d %s; want 403", code, st, c)
-		}
-		if st, c := asEdge("POST", base, `{"customerId":"alice","orderId":"`+code+`-a","orderAmount":100}`, "alice"); st != 201 {
-			t.Fatalf("%s: alice reserving for herself: %d %s", code, st, c)
-		}
-		if st, c := asEdge("POST", base, `{"customerId":"bob","orderId":"`+code+`-b","orderAmount":100}`, ""); st != 201 {
-			t.Fatalf("%s: the edge reserving for bob without a subject: %d %s", code, st, c)
-		}
-
-		for _, r := range []struct{ method, uri string }{
-			{"POST", base + "/" + code + "-a/confirm"}, {"DELETE", base + "/" + code + "-a"},
-		} {
-			if st, c := asEdge(r.method, r.uri, "", "bob"); st != 403 || c != "FORBIDDEN" {
-				t.Errorf("%s: bob: %s %s: %d %s; want 403", code, r.method, r.uri, st, c)
+		// bob on alice's order: the answers of an order nobody reserved, byte for byte
+		for _, r := range []struct{ method, path string }{{"POST", "/confirm"}, {"DELETE", ""}} {
+			st, body := asEdge(r.method, base+"/"+a+r.path, "", "bob")
+			nst, nbody := asEdge(r.method, base+"/"+code+"-none"+r.path, "", "bob")
+			nbody = strings.ReplaceAll(nbody, code+"-none", a)
+			if st != 404 || st != nst || body != nbody {
+				t.Errorf("%s: bob %s alice's order: %d %s; an order nobody reserved: %d %s; want the same 404",
+					code, r.method, st, body, nst, nbody)
 			}
 		}
-		if got := redemptionStatus(t, b, code, code+"-a"); got != wire.StatusReserved {
+		if got := redemptionStatus(t, b, code, a); got != wire.StatusReserved {
 			t.Errorf("%s: alice's order after bob's tries: %s; want RESERVED", code, got)
 		}
-		if st, c := asEdge("DELETE", base+"/"+code+"-a", "", "alice"); st != 200 {
-			t.Errorf("%s: alice releasing her order: %d %s", code, st, c)
+		// dave's own order of the same string: his, beside alice's
+		if st, body := asEdge("POST", base, reserve("dave", a), "dave"); st != 201 {
+			t.Errorf("%s: dave reserving an orderId alice used: %d %s; want 201 (his own order)", code, st, body)
 		}
-		if st, c := asEdge("POST", base+"/"+code+"-b/confirm", "", "bob"); st != 200 {
-			t.Errorf("%s: bob confirming his order: %d %s", code, st, c)
+		// a service names a shopper's order by its orderId, with the customer when two hold it
+		if st, body := asEdge("POST", base+"/"+a+"/confirm", "", ""); st != 409 || !strings.Contains(body, wire.CodeOrderAmbiguous) {
+			t.Errorf("%s: a service confirming %s that two shoppers reserved: %d %s; want 409 %s", code, a, st, body, wire.CodeOrderAmbiguous)
 		}
-		// an order that does not exist is not found for a subject, as without one
-		if st, c := asEdge("POST", base+"/"+code+"-none/confirm", "", "bob"); st != 404 || c != wire.CodeReservationNotFound {
-			t.Errorf("%s: confirming no order: %d %s; want 404", code, st, c)
+		if st, body := asEdge("DELETE", base+"/"+a+"?customerId=dave", "", ""); st != 200 || body != `{"orderId":"`+a+`","status":"RELEASED"}` {
+			t.Errorf("%s: a service releasing dave's %s: %d %s", code, a, st, body)
 		}
-		if got := redemptionStatus(t, b, code, code+"-a"); got != wire.StatusReleased {
-			t.Errorf("%s: alice's order: %s; want RELEASED", code, got)
+		if st, body := asEdge("POST", base+"/"+a+"/confirm", "", ""); st != 200 || body != `{"orderId":"`+a+`","status":"CONFIRMED"}` {
+			t.Errorf("%s: a service confirming %s, alice's the only one held: %d %s", code, a, st, body)
+		}
+		if st, body := asEdge("POST", base+"/"+a+"/confirm", "", "alice"); st != 200 {
+			t.Errorf("%s: alice confirming her confirmed order again: %d %s", code, st, body)
+		}
+		// a shopper confirms a service's order made for it, not one made for another
+		if st, body := asEdge("POST", base+"/"+code+"-b/confirm", "", "alice"); st != 404 {
+			t.Errorf("%s: alice confirming bob's order: %d %s; want 404", code, st, body)
+		}
+		if st, body := asEdge("POST", base+"/"+code+"-b/confirm", "", "bob"); st != 200 {
+			t.Errorf("%s: bob confirming the order a service made for him: %d %s", code, st, body)
+		}
+		if st, body := asEdge("POST", base+"/"+code+"-b/confirm?customerId=a/b", "", ""); st != 400 {
+			t.Errorf("%s: a service naming customer a/b: %d %s; want 400", code, st, body)
 		}
 	}
-	if got := keyRefusals(t, b, "subject_mismatch"); forbidden != 6 || got != float64(forbidden) {
-		t.Errorf("subject mismatches counted: %v, 403s answered: %d; want 6 of each (a reserve, a confirm, a release per voucher)", got, forbidden)
+	if got := keyRefusals(t, b, "subject_mismatch"); forbidden != 2 || got != float64(forbidden) {
+		t.Errorf("subject mismatches counted: %v, 403s answered: %d; want 2 of each (a reserve per voucher)", got, forbidden)
 	}
 	if got := keyRefusals(t, b, "subject_untrusted"); got != 0 {
 		t.Errorf("untrusted subjects counted: %v; want 0 (every subject came with the edge's key)", got)
 	}
+	// the admin's list says which orders shoppers made, by the orderId they sent
+	st, body := b.Do(t, "GET", "/admin/vouchers/OWN/redemptions?limit=10", nil)
+	var page wire.RedemptionPage
+	if err := json.Unmarshal(body, &page); st != 200 || err != nil || len(page.Redemptions) != 3 {
+		t.Fatalf("OWN's redemptions: %d %s (%v); want 3", st, body, err)
+	}
+	for _, r := range page.Redemptions {
+		if want := r.OrderID != "OWN-b"; r.ByShopper != want || strings.Contains(r.OrderID, "/") {
+			t.Errorf("redemption %+v: byShopper %v; want %v, with the orderId as sent", r, r.ByShopper, want)
+		}
+	}
 }
 
-// From the edge, a subject deducts only its own USER identity's quota (other identity types
-// are not the subject's to match), rolls back only an idemKey whose USER identities are its own,
-// and reads only its own USER usage.
+// From the edge, a shopper deducts, checks and reads only its own quota identities: USER is its
+// subject, DEVICE and PHONE those its token carries (X-VG-Identities). Its idemKeys are its own:
+// another shopper's rollback of one answers as for an idemKey nobody used and gives nothing back.
 func TestSubjectDeductsAndRollsBackOnlyItsOwnQuota(t *testing.T) {
 	b, _ := startWithKeys(t, testKeys...)
-	if st, body := b.Do(t, "POST", "/admin/quota-rules", dayRule); st != 201 {
-		t.Fatalf("rule: %d %s", st, body)
+	for _, typ := range []string{"USER", "DEVICE", "PHONE"} {
+		if st, body := b.Do(t, "POST", "/admin/quota-rules", strings.Replace(dayRule, "USER", typ, 1)); st != 201 {
+			t.Fatalf("rule: %d %s", st, body)
+		}
 	}
-	asEdge := func(method, uri, body, subject string) (int, string) {
-		st, c, _ := (keyed{method: method, uri: uri, body: body, secret: secretEdge, subject: subject}).send(t, b)
-		return st, c
+	testkit.Eventually(t, "the rules loaded", func() bool { return b.App.Quotas.Metrics().Rules == 3 })
+	alice := map[string]string{"X-API-Key": secretEdge, api.SubjectHeader: "alice", api.IdentitiesHeader: "DEVICE=d-1&PHONE=%2B33611111111"}
+	bob := map[string]string{"X-API-Key": secretEdge, api.SubjectHeader: "bob", api.IdentitiesHeader: "DEVICE=d-2"}
+	call := func(method, uri, body string, h map[string]string) (int, string) {
+		var b2 any
+		if body != "" {
+			b2 = body
+		}
+		st, answer, _ := b.DoWithHeaders(t, method, uri, b2, h)
+		return st, string(answer)
 	}
-	deduct := func(idemKey, user string) string {
+	deduct := func(idemKey, user, device string) string {
 		return `{"bizId":1,"idemKey":"` + idemKey + `","items":[{"identityType":"USER","identity":"` + user +
-			`","dimensions":["ITEM:1001"]},{"identityType":"DEVICE","identity":"d-1","dimensions":["ITEM:1001"]}]}`
+			`","dimensions":["ITEM:1001"]},{"identityType":"DEVICE","identity":"` + device + `","dimensions":["ITEM:1001"]}]}`
 	}
-	if st, c := asEdge("POST", "/quotas/deduct", deduct("k-bob", "bob"), "alice"); st != 403 || c != "FORBIDDEN" {
-		t.Errorf("alice deducting bob's quota: %d %s; want 403", st, c)
+	for _, tt := range []struct{ what, body string }{
+		{"bob's USER", deduct("k-x", "bob", "d-1")},
+		{"bob's device", deduct("k-x", "alice", "d-2")},
+		{"a phone her token does not carry", `{"bizId":1,"idemKey":"k-x","items":[{"identityType":"PHONE","identity":"+33622222222","dimensions":["ITEM:1001"]}]}`},
+	} {
+		for _, path := range []string{"/quotas/deduct", "/quotas/check"} {
+			if st, body := call("POST", path, tt.body, alice); st != 403 || !strings.Contains(body, "FORBIDDEN") {
+				t.Errorf("alice %s with %s: %d %s; want 403", path, tt.what, st, body)
+			}
+		}
 	}
-	if st, c := asEdge("POST", "/quotas/deduct", deduct("k-alice", "alice"), "alice"); st != 200 {
-		t.Fatalf("alice deducting her quota: %d %s", st, c)
+	if st, body := call("POST", "/quotas/deduct", deduct("k-1", "alice", "d-1"), alice); st != 200 {
+		t.Fatalf("alice deducting her quota: %d %s", st, body)
 	}
-	if st, c := asEdge("POST", "/quotas/deduct", deduct("k-bob", "bob"), ""); st != 200 {
-		t.Fatalf("the edge deducting bob's quota without a subject: %d %s", st, c)
+	if st, body := call("POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k-2","items":[{"identityType":"PHONE","identity":"+33611111111","dimensions":["ITEM:1001"]}]}`, alice); st != 200 {
+		t.Fatalf("alice deducting her phone's quota: %d %s", st, body)
 	}
-
-	if st, c := asEdge("POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k-bob"}`, "alice"); st != 403 || c != "FORBIDDEN" {
-		t.Errorf("alice rolling back bob's deduct: %d %s; want 403", st, c)
+	// bob's rollback of alice's idemKey: as one nobody used
+	st, body := call("POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k-1"}`, bob)
+	nst, nbody := call("POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k-1"}`, map[string]string{"X-API-Key": secretEdge, api.SubjectHeader: "carol"})
+	if st != 200 || body != `{"idemKey":"k-1","returned":[]}` || st != nst || body != nbody {
+		t.Errorf("bob rolling back alice's k-1: %d %s; carol, who never used it: %d %s; want the same 200 with nothing returned", st, body, nst, nbody)
 	}
-	usage := func(user, subject string) (int, int64) {
-		st, body, _ := b.DoWithHeaders(t, "GET", "/quotas/usage?bizId=1&identityType=USER&identity="+user+"&dimension=ITEM:1001", nil,
-			map[string]string{"X-API-Key": secretEdge, "X-VG-Subject": subject})
+	usage := func(typ, identity string, h map[string]string) (int, int64) {
+		st, body := call("GET", "/quotas/usage?bizId=1&identityType="+typ+"&identity="+identity+"&dimension=ITEM:1001", "", h)
 		var u wire.QuotaUsageResponse
 		if st == 200 {
-			if err := json.Unmarshal(body, &u); err != nil || len(u.Counters) != 1 {
+			if err := json.Unmarshal([]byte(body), &u); err != nil || len(u.Counters) != 1 {
 				t.Fatalf("usage %s: %v", body, err)
 			}
 			return st, u.Counters[0].Used
 		}
 		return st, -1
 	}
-	if st, used := usage("bob", "bob"); st != 200 || used != 1 {
-		t.Errorf("bob's use after alice's rollback try: %d, used %d; want 200 and 1", st, used)
+	for _, tt := range []struct{ typ, identity string }{{"USER", "alice"}, {"DEVICE", "d-1"}, {"PHONE", "%2B33611111111"}} {
+		if st, used := usage(tt.typ, tt.identity, alice); st != 200 || used != 1 {
+			t.Errorf("alice's %s use after bob's rollback: %d, used %d; want 200 and 1", tt.typ, st, used)
+		}
+		if st, _ := usage(tt.typ, tt.identity, bob); st != 403 {
+			t.Errorf("bob reading alice's %s: %d; want 403", tt.typ, st)
+		}
 	}
-	if st, _ := usage("bob", "alice"); st != 403 {
-		t.Errorf("alice reading bob's usage: %d; want 403", st)
+	if st, used := usage("DEVICE", "d-2", bob); st != 200 || used != 0 {
+		t.Errorf("bob reading his own device: %d, used %d; want 200 and 0", st, used)
 	}
-	if st, c := asEdge("POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k-alice"}`, "alice"); st != 200 {
-		t.Errorf("alice rolling back her deduct: %d %s", st, c)
+	if st, body := call("POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k-1"}`, alice); st != 200 || !strings.Contains(body, `"amount":1`) {
+		t.Errorf("alice rolling back her deduct: %d %s", st, body)
 	}
-	if st, used := usage("alice", "alice"); st != 200 || used != 0 {
+	if st, used := usage("USER", "alice", alice); st != 200 || used != 0 {
 		t.Errorf("alice's use after her rollback: %d, used %d; want 200 and 0", st, used)
 	}
-	// an idemKey nothing deducted with has no USER identity: nothing to give back, allowed
-	if st, c := asEdge("POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k-unknown"}`, "alice"); st != 200 {
-		t.Errorf("alice rolling back an unknown idemKey: %d %s", st, c)
+	// a service still deducts for anyone, and its idemKeys are not a shopper's
+	service := map[string]string{"X-API-Key": secretQuota}
+	if st, body := call("POST", "/quotas/deduct", deduct("k-2", "bob", "d-9"), service); st != 200 {
+		t.Errorf("a service deducting bob's quota with the idemKey alice used: %d %s", st, body)
+	}
+	if st, body := call("POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k-2"}`, service); st != 200 || !strings.Contains(body, `"identity":"bob"`) || strings.Contains(body, "alice") {
+		t.Errorf("the service's rollback of its k-2: %d %s; want bob's counters given back, none of alice's", st, body)
 	}
 }
 
-// A subject's rollback of an idemKey nothing has deducted with yet gives back nothing and
-// leaves no rolled-back mark, so mallory cannot bar alice's later deduct with that idemKey by
-// guessing it. A service's rollback still leaves the mark: a rollback sent before a timed-out
-// deduct lands wins.
+// Two shoppers using one idemKey string never meet: the second deduct counts for its own
+// shopper (not answered from the first's), each rolls back only its own, and a shopper's
+// rollback of an idemKey it has not used yet neither gives back nor bars anything. A service's
+// rollback still leaves the mark: a rollback sent before a timed-out deduct lands wins.
 func TestSubjectCannotBarAnotherUsersIdemKey(t *testing.T) {
 	b, _ := startWithKeys(t, testKeys...)
 	if st, body := b.Do(t, "POST", "/admin/quota-rules", dayRule); st != 201 {
@@ -229,17 +290,33 @@ func TestSubjectCannotBarAnotherUsersIdemKey(t *testing.T) {
 		return u.Counters[0].Used
 	}
 
-	if st, _, body := call("/quotas/rollback", rollback("k-alice"), secretEdge, "mallory"); st != 200 || body != `{"idemKey":"k-alice","returned":[]}` {
-		t.Fatalf("mallory rolling back an idemKey nothing deducted with: %d %s; want 200 with nothing returned", st, body)
+	// mallory deducts first under the idemKey alice will use, then rolls it back early
+	if st, _, body := call("/quotas/deduct", deduct("order-5000", "mallory"), secretEdge, "mallory"); st != 200 {
+		t.Fatalf("mallory's deduct under order-5000: %d %s", st, body)
 	}
-	if st, code, body := call("/quotas/deduct", deduct("k-alice", "alice"), secretEdge, "alice"); st != 200 {
-		t.Fatalf("alice's deduct after mallory's rollback of its idemKey: %d %s %s; want 200", st, code, body)
+	if st, _, body := call("/quotas/deduct", deduct("order-5000", "alice"), secretEdge, "alice"); st != 200 || !strings.Contains(body, `"identity":"alice"`) {
+		t.Fatalf("alice's deduct under the idemKey mallory used: %d %s; want 200 with her own counter", st, body)
 	}
 	if n := used("alice"); n != 1 {
 		t.Errorf("alice's use: %d; want 1", n)
 	}
-	if st, _, _ := call("/quotas/rollback", rollback("k-alice"), secretEdge, "mallory"); st != 403 {
-		t.Errorf("mallory rolling back alice's deduct once noted: %d; want 403", st)
+	if st, _, body := call("/quotas/rollback", rollback("k-alice"), secretEdge, "mallory"); st != 200 || body != `{"idemKey":"k-alice","returned":[]}` {
+		t.Fatalf("mallory rolling back an idemKey she never used: %d %s; want 200 with nothing returned", st, body)
+	}
+	if st, code, body := call("/quotas/deduct", deduct("k-alice", "alice"), secretEdge, "alice"); st != 200 {
+		t.Fatalf("alice's deduct after mallory's rollback of its idemKey: %d %s %s; want 200", st, code, body)
+	}
+	if st, _, body := call("/quotas/rollback", rollback("order-5000"), secretEdge, "mallory"); st != 200 || strings.Contains(body, "alice") {
+		t.Errorf("mallory rolling back her own order-5000: %d %s; want hers only", st, body)
+	}
+	if n := used("alice"); n != 2 {
+		t.Errorf("alice's use after mallory's rollbacks: %d; want 2", n)
+	}
+	if st, _, body := call("/quotas/rollback", rollback("order-5000"), secretEdge, "alice"); st != 200 || !strings.Contains(body, `"amount":1`) {
+		t.Errorf("alice rolling back her order-5000: %d %s; want 1 given back", st, body)
+	}
+	if n, m := used("alice"), used("mallory"); n != 1 || m != 0 {
+		t.Errorf("uses after both rollbacks: alice %d, mallory %d; want 1 and 0", n, m)
 	}
 
 	// A service (no subject) rolling back first still bars the deduct that lands later.
@@ -251,6 +328,10 @@ func TestSubjectCannotBarAnotherUsersIdemKey(t *testing.T) {
 	}
 	if n := used("bob"); n != 0 {
 		t.Errorf("bob's use after the barred deduct: %d; want 0", n)
+	}
+	// ...and a shopper's idemKey of the same string is not barred by it
+	if st, _, body := call("/quotas/deduct", deduct("k-late", "bob"), secretEdge, "bob"); st != 200 {
+		t.Errorf("bob's own k-late after the service's rollback of its k-late: %d %s; want 200", st, body)
 	}
 
 	// A shopper's own rollback sent before their deduct lands does not bar it; once the deduct

@@ -33,6 +33,33 @@ func (s *Store) Redemption(ctx context.Context, orderID string) (voucher.Redempt
 	return r, nil
 }
 
+// ShopperOrders returns up to limit of the voucher's redemptions made by shoppers
+// (wire.ShopperOrderID: "<customer>/<orderId>") whose client orderId is orderID, active ones
+// first. It reads the voucher's redemptions through redemptions_voucher_status, so it is for a
+// service that confirms or releases a shopper's order without naming the shopper, not for a hot
+// path.
+func (s *Store) ShopperOrders(ctx context.Context, code, orderID string, limit int) ([]voucher.Redemption, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+redemptionColumns+` FROM redemptions
+		WHERE voucher_code = $1 AND strpos(order_id, '/') > 0 AND substring(order_id from '[^/]*$') = $2
+		ORDER BY status = 'RELEASED', id LIMIT $3`, code, orderID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("find shoppers' orders %s of %s: %w", orderID, code, err)
+	}
+	defer rows.Close()
+	var out []voucher.Redemption
+	for rows.Next() {
+		r, err := scanRedemption(rows)
+		if err != nil {
+			return nil, fmt.Errorf("find shoppers' orders %s of %s: %w", orderID, code, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find shoppers' orders %s of %s: %w", orderID, code, err)
+	}
+	return out, nil
+}
+
 // Lookup reads, in one query without locks, the order's redemption (if any) and whether the
 // voucher has no use left. A snapshot may be a moment old: it can refuse a use that a release
 // just gave back (under-allocation), never grant one.

@@ -30,6 +30,9 @@ var (
 	ErrNotEligible error = &outcome{"not eligible"}
 	// ErrReservationNotFound: the voucher has no reservation for the orderId.
 	ErrReservationNotFound error = &outcome{"reservation not found"}
+	// ErrOrderAmbiguous: a caller acting for anyone named an orderId that several shoppers
+	// reserved, each in their own scope, without saying whose.
+	ErrOrderAmbiguous error = &outcome{"order ambiguous"}
 	// ErrReleased: the reservation was released (cancelled or expired); it cannot be confirmed
 	// or reserved again.
 	ErrReleased error = &outcome{"reservation released"}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -415,4 +416,28 @@ func (s *fakeStore) checkInvariants(t testing.TB, code string, granted []string)
 			t.Errorf("D4 %s: order %s was answered 201 but has no active row (%+v)", code, id, r)
 		}
 	}
+}
+
+func (s *fakeStore) ShopperOrders(ctx context.Context, code, orderID string, limit int) ([]voucher.Redemption, error) {
+	if f := s.enter("ShopperOrders", orderID); f.err != nil {
+		return nil, f.err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []voucher.Redemption
+	for id, r := range s.redemptions {
+		if r.VoucherCode == code && strings.Contains(id, "/") && wire.ClientOrderID(id) == orderID {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b voucher.Redemption) int {
+		rank := func(r voucher.Redemption) int {
+			if r.Active() {
+				return 0
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.OrderID, b.OrderID))
+	})
+	return out[:min(limit, len(out))], nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"vouchergate/shared/wire"
 )
 
 // A retry looks for its first attempt's outcome after pollFirst, then twice as long each time up
@@ -55,7 +57,7 @@ func (s *Service) reserveFlash(ctx context.Context, v Voucher, h Hold) (Redempti
 				return s.writeWinner(ctx, v, h, holder)
 			}
 			if res.Holder.CustomerID != h.CustomerID {
-				return Redemption{}, fmt.Errorf("order %s belongs to another customer: %w", h.OrderID, ErrAlreadyUsed)
+				return Redemption{}, fmt.Errorf("order %s belongs to another customer: %w", wire.ClientOrderID(h.OrderID), ErrAlreadyUsed)
 			}
 			r, again, err := s.awaitFirstAttempt(ctx, h, res.Holder, waitUntil)
 			if !again {

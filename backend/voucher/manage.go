@@ -2,7 +2,10 @@ package voucher
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"vouchergate/shared/wire"
 )
 
 // Confirm confirms the order's reservation; confirming again answers the same.
@@ -58,4 +61,49 @@ func (s *Service) Redemption(ctx context.Context, code, orderID string) (Redempt
 		return Redemption{}, s.unavailable(err, "read redemption %s/%s", code, orderID)
 	}
 	return r, nil
+}
+
+// StoredOrder returns how the order the caller names is stored: orderID as a client sent it,
+// for owner, the customer the caller acts for ("" for a service acting for anyone). What it
+// returns for an order that does not exist is one no redemption has, so that Confirm and
+// Release then answer as for any missing order (ErrReservationNotFound, ErrVoucherNotFound).
+//
+//   - For an owner: the owner's own order (a shopper's is stored in its scope,
+//     wire.ShopperOrderID), or else a service's order of that orderId that is the owner's.
+//     Another customer's order is never returned: to the owner it is no order at all.
+//   - For a service: the service's order of that orderId, or else the shopper's order of it:
+//     the one active, or the one at all; ErrOrderAmbiguous when several shoppers hold it, or
+//     held it and none holds it now (the caller names the customer).
+func (s *Service) StoredOrder(ctx context.Context, code, orderID, owner string) (string, error) {
+	if owner != "" {
+		scoped := wire.ShopperOrderID(owner, orderID)
+		if _, err := s.Redemption(ctx, code, scoped); !errors.Is(err, ErrReservationNotFound) {
+			return scoped, err
+		}
+		if r, err := s.Redemption(ctx, code, orderID); err != nil || r.CustomerID != owner {
+			return scoped, ignoreNotFound(err)
+		}
+		return orderID, nil
+	}
+	if _, err := s.Redemption(ctx, code, orderID); !errors.Is(err, ErrReservationNotFound) {
+		return orderID, err
+	}
+	found, err := s.store.ShopperOrders(ctx, code, orderID, 2)
+	switch {
+	case err != nil:
+		return "", s.unavailable(err, "find shoppers' orders %s/%s", code, orderID)
+	case len(found) == 0:
+		return orderID, nil
+	case len(found) > 1 && (found[1].Active() || !found[0].Active()):
+		return "", ErrOrderAmbiguous
+	}
+	return found[0].OrderID, nil
+}
+
+// ignoreNotFound is err, or nil for ErrReservationNotFound.
+func ignoreNotFound(err error) error {
+	if errors.Is(err, ErrReservationNotFound) {
+		return nil
+	}
+	return err
 }

@@ -17,6 +17,9 @@ type Store interface {
 	Stats(ctx context.Context, code string) (Usage, error)
 	// Redemption returns ErrReservationNotFound when the orderId has no redemption.
 	Redemption(ctx context.Context, orderID string) (Redemption, error)
+	// ShopperOrders returns up to limit of the voucher's redemptions that shoppers made
+	// (wire.ShopperOrderID) for the client orderId orderID, RESERVED and CONFIRMED ones first.
+	ShopperOrders(ctx context.Context, code, orderID string, limit int) ([]Redemption, error)
 	// Lookup reads the order's redemption and whether the voucher is sold out, without locks;
 	// ErrVoucherNotFound when no voucher has code.
 	Lookup(ctx context.Context, code, orderID string) (Lookup, error)

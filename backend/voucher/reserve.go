@@ -86,7 +86,7 @@ func (s *Service) reserveInDB(ctx context.Context, v Voucher, h Hold) (Redemptio
 func answerRetry(req Request, r Redemption) (Redemption, error) {
 	switch {
 	case r.VoucherCode != req.Code || r.CustomerID != req.CustomerID:
-		return Redemption{}, fmt.Errorf("order %s belongs to another reservation: %w", req.OrderID, ErrAlreadyUsed)
+		return Redemption{}, fmt.Errorf("order %s belongs to another reservation: %w", wire.ClientOrderID(req.OrderID), ErrAlreadyUsed)
 	case r.Status == wire.StatusReleased:
 		return Redemption{}, ErrReleased
 	}

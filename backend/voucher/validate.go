@@ -70,7 +70,7 @@ func (s *Service) validateFlash(ctx context.Context, v Voucher, req Request, gra
 	case err != nil:
 		return Redemption{}, s.unavailable(err, "validate %s: redis gate", v.Code)
 	case p.Holder != nil && p.Holder.CustomerID != req.CustomerID:
-		return Redemption{}, fmt.Errorf("order %s belongs to another customer: %w", req.OrderID, ErrAlreadyUsed)
+		return Redemption{}, fmt.Errorf("order %s belongs to another customer: %w", wire.ClientOrderID(req.OrderID), ErrAlreadyUsed)
 	case p.Holder != nil:
 		// A retry of an order Redis holds: Reserve answers from its row, or waits for the
 		// first attempt's write, which will most likely grant it.

@@ -8,6 +8,8 @@ import (
 	"math"
 
 	"github.com/bits-and-blooms/bloom/v3"
+
+	"vouchergate/shared/wire"
 )
 
 // holderFalsePositive is the chance that a new order is taken for a holder. A false positive
@@ -21,7 +23,10 @@ type HolderFilter struct {
 	f *bloom.BloomFilter
 }
 
-// NewHolderFilter returns a filter holding orderIDs.
+// NewHolderFilter returns a filter holding orderIDs, as stored. A shopper's orderId is stored in
+// its scope (wire.ShopperOrderID) while the edge looks up the orderId a request carries before
+// it knows who sent it, so the filter holds the client's orderId: another customer's order of
+// the same string is then forwarded, like any false positive.
 func NewHolderFilter(orderIDs []string) *HolderFilter {
 	n := uint(len(orderIDs))
 	if n < 16 {
@@ -29,7 +34,7 @@ func NewHolderFilter(orderIDs []string) *HolderFilter {
 	}
 	f := bloom.NewWithEstimates(n, holderFalsePositive)
 	for _, id := range orderIDs {
-		f.AddString(id)
+		f.AddString(wire.ClientOrderID(id))
 	}
 	return &HolderFilter{f: f}
 }

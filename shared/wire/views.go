@@ -18,9 +18,12 @@ type VoucherPage struct {
 
 // Redemption is one order's redemption of a voucher, as the database holds it.
 type Redemption struct {
-	OrderID        string     `json:"orderId"`
-	CustomerID     string     `json:"customerId"` // as stored: 42 and "42" are both "42"
-	Status         string     `json:"status"`     // StatusReserved, StatusConfirmed or StatusReleased
+	OrderID    string `json:"orderId"`
+	CustomerID string `json:"customerId"` // as stored: 42 and "42" are both "42"
+	// ByShopper: the shopper reserved it through the edge with its token, so the orderId is the
+	// shopper's own (another customer may hold one of the same string).
+	ByShopper      bool       `json:"byShopper,omitempty"`
+	Status         string     `json:"status"` // StatusReserved, StatusConfirmed or StatusReleased
 	OrderAmount    int64      `json:"orderAmount"`
 	DiscountAmount int64      `json:"discountAmount"`
 	ReservedAt     time.Time  `json:"reservedAt"`

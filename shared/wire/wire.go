@@ -48,6 +48,7 @@ const (
 	CodeReservationNotFound  = "RESERVATION_NOT_FOUND"
 	CodeReservationReleased  = "RESERVATION_RELEASED"
 	CodeReservationConfirmed = "RESERVATION_CONFIRMED"
+	CodeOrderAmbiguous       = "ORDER_AMBIGUOUS" // several shoppers reserved the orderId: name the customer
 	CodeVoucherExists        = "VOUCHER_EXISTS"
 	CodeBadRequest           = "BAD_REQUEST"
 	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
