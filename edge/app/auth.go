@@ -24,9 +24,14 @@ func loadTokens(cfg config.Edge, log *slog.Logger) (*token.Verifier, error) {
 			return nil, fmt.Errorf("VG_EDGE_JWT_JWKS_FILE=%s: %w", cfg.JWTJWKSFile, err)
 		}
 	}
+	claims, err := cfg.IdentityClaims()
+	if err != nil {
+		return nil, err
+	}
 	v, err := token.New(token.Options{
 		JWKS: jwks, Algs: cfg.JWTAlgs, Audience: cfg.JWTAudience, Issuer: cfg.JWTIssuer, Leeway: cfg.JWTLeeway,
-		JWKSURL: cfg.JWTJWKSURL, Refresh: cfg.JWTJWKSRefresh, Wait: cfg.JWTJWKSWait, Log: log,
+		IdentityClaims: claims,
+		JWKSURL:        cfg.JWTJWKSURL, Refresh: cfg.JWTJWKSRefresh, Wait: cfg.JWTJWKSWait, Log: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("VG_EDGE_JWT_JWKS_FILE=%s, VG_EDGE_JWT_JWKS_URL=%s with VG_EDGE_JWT_ALGS=%v: %w",

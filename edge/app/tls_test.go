@@ -191,9 +191,9 @@ func TestTLSAtTheEdge(t *testing.T) {
 
 // Against a real backend with service keys, the edge holding its key (scopes reserve, quota,
 // read, edge): a shopper's token reserves and confirms their own order through the edge over
-// TLS; another shopper's token can neither reserve for them nor release their reservation (the
-// backend checks X-VG-Subject against the order), nor deduct from, roll back or read their
-// quota. The edge learns a sell-out through its own state read (its NATS subjects are not the
+// TLS; another shopper's token can neither reserve for them nor release their reservation (to
+// it, a shopper's order is no order at all: the backend keeps orders in their shopper's scope),
+// nor deduct from, roll back (the idemKey is alice's own) or read their quota. The edge learns a sell-out through its own state read (its NATS subjects are not the
 // backend's), which the backend takes with the edge's key. Every refusal is counted where it
 // was made, and the edge's log holds neither its key nor a shopper's token.
 func TestTokensThroughARealBackend(t *testing.T) {
@@ -230,8 +230,8 @@ func TestTokensThroughARealBackend(t *testing.T) {
 	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/TOKENS/reservations", order, "Authorization", alice); status != 201 {
 		t.Fatalf("alice's reservation: %d %s; want 201", status, body)
 	}
-	if status, body := tlsDo(t, e.Addr, roots, "DELETE", "/vouchers/TOKENS/reservations/tok-1", "", "Authorization", mallory); status != 403 {
-		t.Fatalf("mallory releasing alice's reservation: %d %s; want 403", status, body)
+	if status, body := tlsDo(t, e.Addr, roots, "DELETE", "/vouchers/TOKENS/reservations/tok-1", "", "Authorization", mallory); status != 404 {
+		t.Fatalf("mallory releasing alice's reservation: %d %s; want 404, as for no reservation", status, body)
 	}
 	if status, body := tlsDo(t, e.Addr, roots, "POST", "/vouchers/TOKENS/reservations/tok-1/confirm", "", "Authorization", alice); status != 200 {
 		t.Fatalf("alice's confirm: %d %s; want 200", status, body)
@@ -251,8 +251,8 @@ func TestTokensThroughARealBackend(t *testing.T) {
 		t.Fatalf("alice's deduct: %d %s; want 200", status, body)
 	}
 	rollback := `{"bizId":7,"idemKey":"tok-q1"}`
-	if status, body := tlsDo(t, e.Addr, roots, "POST", "/quotas/rollback", rollback, "Authorization", mallory); status != 403 {
-		t.Fatalf("mallory rolling back alice's deduct: %d %s; want 403", status, body)
+	if status, body := tlsDo(t, e.Addr, roots, "POST", "/quotas/rollback", rollback, "Authorization", mallory); status != 200 || body != `{"idemKey":"tok-q1","returned":[]}` {
+		t.Fatalf("mallory rolling back alice's deduct: %d %s; want 200 giving back nothing (her idemKey is not mallory's)", status, body)
 	}
 	const usage = "/quotas/usage?bizId=7&identityType=USER&identity=1001&dimension=ITEM:1"
 	if status, body := tlsDo(t, e.Addr, roots, "GET", usage, "", "Authorization", mallory); status != 403 {
@@ -303,7 +303,7 @@ func TestTokensThroughARealBackend(t *testing.T) {
 
 	bm := testkit.ScrapeMetrics(t, b.OpsURL+"/metrics")
 	for reason, want := range map[string]float64{"missing": 0, "unknown": 0, "scope": 0, "subject_untrusted": 0,
-		"subject_mismatch": 2} { // mallory's release and rollback, which only the backend can judge
+		"subject_mismatch": 0} { // the edge refused mallory's reserve, deduct and usage; her release and rollback met nothing of alice's
 		if got := bm.Count(t, "vouchergate_api_key_refusals_total", "reason", reason); got != want {
 			t.Errorf("backend's key refusals {reason=%q}: %v; want %v", reason, got, want)
 		}

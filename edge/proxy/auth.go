@@ -13,16 +13,20 @@ import (
 	"vouchergate/shared/wire"
 )
 
-// Who may call, at the edge (issue 14). With shoppers' tokens on (Options.Tokens):
+// Who may call, at the edge. With shoppers' tokens on (Options.Tokens):
 //   - reservation, confirm, release and the quota paths need "Authorization: Bearer <JWT>",
 //     verified (edge/token); else 401 with WWW-Authenticate. /healthz and /readyz need none;
 //     the checkout API's paths are passed on as before, their Authorization unread and kept.
-//   - the token's subject must be the reservation's customerId, every USER identity of a
-//     deduct, and the USER identity a usage read asks about; else 403. A confirm, release or
-//     rollback names no customer the edge can read: the backend checks the subject the edge
-//     sends it in X-VG-Subject, which it trusts only from a key with scope "edge".
+//   - the token's shopper acts only as itself: its subject must be the reservation's
+//     customerId, and every identity of a deduct or check, and the identity a usage read asks
+//     about, must be the shopper's own (USER the subject, another type one of the values the
+//     token carries in the claim VG_EDGE_JWT_IDENTITY_CLAIMS maps it to); else 403. The edge
+//     sends the shopper to the backends in X-VG-Subject and X-VG-Identities, which they trust
+//     only from a key with scope "edge" and hold every call to as well, keeping the shopper's
+//     orderIds and idemKeys its own (backend/api/subject.go).
 //
-// Toward the backends, whatever the settings: a client's X-VG-Subject never passes (headers.go);
+// Toward the backends, whatever the settings: a client's X-VG-Subject and X-VG-Identities never
+// pass (headers.go);
 // with a service key (Options.APIKey) Authorization is the edge's key; with tokens on and no
 // key, the shopper's Authorization is removed. Either way a client's X-API-Key is removed too.
 
@@ -31,31 +35,31 @@ const (
 	headerAPIKey        = "X-Api-Key"
 	// HeaderSubject carries a verified token's subject to the backends.
 	HeaderSubject = "X-Vg-Subject"
-	// identityUser is the quota identity type a token's subject names.
-	identityUser = "USER"
+	// HeaderIdentities carries the token's other quota identities (wire.EncodeIdentities).
+	HeaderIdentities = "X-Vg-Identities"
 )
 
 var bearerPrefix = []byte("bearer ")
 
-// authenticate verifies the request's bearer token and returns its subject, or answers 401 and
+// authenticate verifies the request's bearer token and returns its shopper, or answers 401 and
 // returns false.
-func (p *Proxy) authenticate(ctx *fasthttp.RequestCtx) (string, bool) {
+func (p *Proxy) authenticate(ctx *fasthttp.RequestCtx) (*wire.Shopper, bool) {
 	raw, ok := bearerToken(ctx.Request.Header.Peek(headerAuthorization))
 	if !ok {
 		p.counts.tokensRefused.WithLabelValues("missing").Inc()
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="vouchergate"`)
 		p.reject(ctx, fasthttp.StatusUnauthorized, wire.CodeUnauthorized, "a bearer token is required: Authorization: Bearer <JWT>")
-		return "", false
+		return nil, false
 	}
-	sub, err := p.opts.Tokens.Verify(raw)
+	sh, err := p.opts.Tokens.Shopper(raw)
 	if err != nil {
 		// err is one of edge/token's reasons, worded by the edge for the client.
 		p.counts.tokensRefused.WithLabelValues(refusalLabel(err)).Inc()
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="vouchergate", error="invalid_token", error_description="`+err.Error()+`"`)
 		p.reject(ctx, fasthttp.StatusUnauthorized, wire.CodeUnauthorized, err.Error())
-		return "", false
+		return nil, false
 	}
-	return sub, true
+	return &sh, true
 }
 
 // bearerToken returns the token of an "Authorization: Bearer <token>" value (the scheme in any
@@ -109,10 +113,11 @@ func (p *Proxy) reservationFor(ctx *fasthttp.RequestCtx, subject string) (wire.R
 	return req, true
 }
 
-// quotaFor checks a quota call against subject: every USER identity of a deduct, and the USER
-// identity a usage read names, must be it. A rollback names no identity: the backend checks it.
-// It answers 400 or 403 and returns false when the call may not go on.
-func (p *Proxy) quotaFor(ctx *fasthttp.RequestCtx, subject string) bool {
+// quotaFor checks a quota call against the shopper: every identity of a deduct or check, and
+// the identity a usage read names, must be its own. A rollback names no identity: its idemKey
+// is the shopper's own at the backend. It answers 400 or 403 and returns false when the call
+// may not go on.
+func (p *Proxy) quotaFor(ctx *fasthttp.RequestCtx, sh *wire.Shopper) bool {
 	switch string(ctx.Path()) {
 	case "/quotas/deduct", "/quotas/check":
 		req, ok := decodeDeduct(ctx.Request.Body())
@@ -121,16 +126,16 @@ func (p *Proxy) quotaFor(ctx *fasthttp.RequestCtx, subject string) bool {
 			return false
 		}
 		for _, it := range req.Items {
-			if it.IdentityType == identityUser && it.Identity != subject {
-				p.forbid(ctx, "a USER identity of the items is not the token's subject")
+			if !sh.Owns(it.IdentityType, it.Identity) {
+				p.forbid(ctx, "the identity "+it.IdentityType+" of an item is not one the token carries")
 				return false
 			}
 		}
 	case "/quotas/usage":
 		// The backend reads the first of repeated parameters, as Peek does.
 		q := ctx.QueryArgs()
-		if string(q.Peek("identityType")) == identityUser && string(q.Peek("identity")) != subject {
-			p.forbid(ctx, "the USER identity asked about is not the token's subject")
+		if !sh.Owns(string(q.Peek("identityType")), string(q.Peek("identity"))) {
+			p.forbid(ctx, "the identity asked about is not one the token carries")
 			return false
 		}
 	}
@@ -160,8 +165,8 @@ func decodeDeduct(body []byte) (wire.QuotaDeductRequest, bool) {
 }
 
 // backendCredentials makes h, a request bound for a backend, carry the edge's credentials and
-// the verified subject, and none of the client's.
-func (p *Proxy) backendCredentials(h *fasthttp.RequestHeader, subject string) {
+// the verified shopper, and none of the client's.
+func (p *Proxy) backendCredentials(h *fasthttp.RequestHeader, sh *wire.Shopper) {
 	switch {
 	case p.apiKeyHeader != nil:
 		h.Del(headerAPIKey)
@@ -170,7 +175,10 @@ func (p *Proxy) backendCredentials(h *fasthttp.RequestHeader, subject string) {
 		h.Del(headerAPIKey)
 		h.Del(headerAuthorization)
 	}
-	if subject != "" {
-		h.Set(HeaderSubject, subject)
+	if sh != nil {
+		h.Set(HeaderSubject, sh.Subject)
+		if len(sh.Identities) > 0 {
+			h.Set(HeaderIdentities, wire.EncodeIdentities(sh.Identities))
+		}
 	}
 }

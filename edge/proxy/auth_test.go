@@ -20,7 +20,8 @@ const edgeKey = "vg_edge_test_key"
 func newVerifier(t testing.TB, iss *testkit.TokenIssuer) *token.Verifier {
 	t.Helper()
 	v, err := token.New(token.Options{JWKS: iss.JWKS(false), Algs: []string{"RS256", "ES256", "EdDSA", "HS256"},
-		Audience: iss.Audience, Issuer: iss.Issuer, Leeway: 30 * time.Second})
+		Audience: iss.Audience, Issuer: iss.Issuer, Leeway: 30 * time.Second,
+		IdentityClaims: map[string]string{"DEVICE": "device_id", "PHONE": "phone_number"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,9 @@ func TestBadTokensAreRefusedAtTheEdge(t *testing.T) {
 // A good token for another customer or identity gets 403; 42 and "42" are one customer.
 func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 	e, fb, _, iss := tokenEdge(t)
-	tok := bearer(iss.Sign(t, "RS256", iss.Claims("42")))
+	claims := iss.Claims("42")
+	claims["device_id"] = []any{"d-9", "d-10"}
+	tok := bearer(iss.Sign(t, "RS256", claims))
 	forbidden := []struct{ method, uri, body string }{
 		{"POST", "/vouchers/FLASH/reservations", reservation(`"43"`)},
 		{"POST", "/vouchers/FLASH/reservations", reservation(`43`)},
@@ -131,6 +134,12 @@ func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 		{"GET", "/quotas/usage?bizId=1&identityType=USER&identity=43", ""},
 		{"POST", "/vouchers/FLASH/validate", reservation(`"43"`)},
 		{"POST", "/quotas/check", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"43","dimensions":["ITEM:1"]}]}`},
+		// another's device, a phone the token does not carry, a type no claim maps
+		{"POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[{"identityType":"DEVICE","identity":"d-victim","dimensions":["ITEM:1"]}]}`},
+		{"POST", "/quotas/check", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"42","dimensions":["ITEM:1"]},{"identityType":"PHONE","identity":"+33600000000","dimensions":["ITEM:1"]}]}`},
+		{"POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[{"identityType":"CARD","identity":"42","dimensions":["ITEM:1"]}]}`},
+		{"GET", "/quotas/usage?bizId=1&identityType=DEVICE&identity=d-victim", ""},
+		{"GET", "/quotas/usage?bizId=1&identityType=PHONE&identity=42", ""},
 	}
 	for _, tt := range forbidden {
 		a := e.do(t, tt.method, tt.uri, tt.body, tok...)
@@ -153,7 +162,7 @@ func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 		t.Fatalf("%d reservations and %d other requests reached the backend", n, m)
 	}
 
-	// The same customer, as a number or a string; other identity types are not the token's.
+	// The same customer, as a number or a string; the token's own devices.
 	for i, body := range []string{reservation(`42`), reservation(`"42"`)} {
 		body = strings.Replace(body, "o-1", "o-"+string(rune('a'+i)), 1)
 		if a := e.do(t, "POST", "/vouchers/FLASH/reservations", body, tok...); a.status != 201 && a.status != 409 {
@@ -162,7 +171,7 @@ func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 	}
 	for _, tt := range []struct{ method, uri, body string }{
 		{"POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"42","dimensions":["ITEM:1"]},{"identityType":"DEVICE","identity":"d-9","dimensions":["ITEM:1"]}]}`},
-		{"GET", "/quotas/usage?bizId=1&identityType=DEVICE&identity=d-9", ""},
+		{"GET", "/quotas/usage?bizId=1&identityType=DEVICE&identity=d-10", ""},
 		{"GET", "/quotas/usage?bizId=1&identityType=USER&identity=42", ""},
 		{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k"}`},
 	} {
@@ -172,6 +181,16 @@ func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 	}
 	if n, m := fb.reserves.Load(), fb.other.Load(); n != 2 || m != 4 {
 		t.Fatalf("backend saw %d reservations and %d other requests; want 2 and 4", n, m)
+	}
+	// the backends are told the shopper: its subject and the identities its token carries, and
+	// nothing of what a client sends in their place
+	a := e.do(t, "POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k"}`,
+		append(tok, HeaderSubject, "43", HeaderIdentities, "DEVICE=d-victim")...)
+	last := fb.lastReq.Load()
+	if a.status != 200 || string(last.Header.Peek(HeaderSubject)) != "42" ||
+		string(last.Header.Peek(HeaderIdentities)) != "DEVICE=d-9&DEVICE=d-10" {
+		t.Errorf("the backend got %s=%q %s=%q (answer %d); want 42 and DEVICE=d-9&DEVICE=d-10", HeaderSubject,
+			last.Header.Peek(HeaderSubject), HeaderIdentities, last.Header.Peek(HeaderIdentities), a.status)
 	}
 	if n := testutil.ToFloat64(e.proxy.counts.subjectRefused); n != float64(len(forbidden)) {
 		t.Errorf("subject refusals after the good calls: %v; want still %d", n, len(forbidden))

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"vouchergate/shared/wire"
 )
 
 // hopByHop are the headers that describe one connection, not the message (RFC 9110 §7.6.1),
@@ -90,14 +92,14 @@ func validRequestID(id []byte) bool {
 type call struct {
 	to      Doer // nil: the checkout API (forward_stream.go)
 	timeout time.Duration
-	backend bool   // bound for a backend: the edge's credentials replace the client's (auth.go)
-	code    []byte // a reservation's voucher: a 409 OUT_OF_STOCK passing through asks for its holders
-	subject string // a verified token's subject, sent in X-VG-Subject
+	backend bool          // bound for a backend: the edge's credentials replace the client's (auth.go)
+	code    []byte        // a reservation's voucher: a 409 OUT_OF_STOCK passing through asks for its holders
+	shopper *wire.Shopper // a verified token's shopper, sent in X-VG-Subject and X-VG-Identities
 }
 
 // toBackend is a call to the backend pool.
-func (p *Proxy) toBackend(code []byte, subject string) call {
-	return call{to: p.opts.Backends, timeout: p.opts.BackendTimeout, backend: true, code: code, subject: subject}
+func (p *Proxy) toBackend(code []byte, shopper *wire.Shopper) call {
+	return call{to: p.opts.Backends, timeout: p.opts.BackendTimeout, backend: true, code: code, shopper: shopper}
 }
 
 // forward sends the request as c says within its timeout and relays the answer, or a JSON
@@ -148,7 +150,7 @@ func (p *Proxy) upstreamRequest(ctx *fasthttp.RequestCtx, req *fasthttp.Request,
 	p.forwardingHeaders(ctx, &req.Header)
 	req.Header.SetBytesV(headerRequestID, id)
 	if c.backend {
-		p.backendCredentials(&req.Header, c.subject)
+		p.backendCredentials(&req.Header, c.shopper)
 	}
 	if status, code, message := p.checkHeaderSize(req); status != 0 {
 		p.reject(ctx, status, code, message)

@@ -22,7 +22,7 @@ import (
 // edgeOwned are the headers a client may not pass on as they are: the edge sets them, or the
 // framing of the upstream request is the edge's.
 var edgeOwned = []string{
-	"X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Forwarded", HeaderSubject,
+	"X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Forwarded", HeaderSubject, HeaderIdentities,
 }
 
 // lookAlikes are the names whose '_' spellings are dropped.
@@ -76,6 +76,7 @@ func (p *Proxy) forwardingHeaders(ctx *fasthttp.RequestCtx, h *fasthttp.RequestH
 	if trusted {
 		h.Del(headerRealIP)
 		h.Del(HeaderSubject)
+		h.Del(HeaderIdentities)
 	} else {
 		for _, name := range edgeOwned {
 			h.Del(name)

@@ -59,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		rejectedRequest: counter("vg_edge_rejected_requests_total", "Requests the edge refused as malformed, too large or not allowed."),
 		reserveWaits:    counter("vg_edge_reserve_waits_total", "Reservations that found every backend slot taken and waited for one."),
 		bodyBudgetFull:  counter("vg_edge_body_budget_full_total", "Requests answered 503 because the bodies being read filled VG_EDGE_BODY_BUDGET_BYTES."),
-		subjectRefused:  counter("vg_edge_subject_refused_total", "Requests answered 403 because the token's subject is not the customer or USER identity of the request."),
+		subjectRefused:  counter("vg_edge_subject_refused_total", "Requests answered 403 because the token's shopper is not the customer, or does not carry the quota identity, of the request."),
 		tokensRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vg_edge_tokens_refused_total",
 			Help: "Requests answered 401 for their shopper's token, by reason (missing, malformed, signature, expired, ...)."}, []string{"reason"}),
 	}

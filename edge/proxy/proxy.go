@@ -138,7 +138,7 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) (r route) {
 		if !p.bodyFits(ctx, m.route) {
 			return
 		}
-		var subject string
+		var shopper *wire.Shopper
 		if p.opts.Tokens != nil {
 			// A new order of a sold-out voucher is answered before its token is checked: that 409
 			// takes nothing and tells nothing, and the shield keeps its cost under a flood.
@@ -147,21 +147,21 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) (r route) {
 				return
 			}
 			var ok bool
-			if subject, ok = p.authenticate(ctx); !ok {
+			if shopper, ok = p.authenticate(ctx); !ok {
 				return
 			}
 		}
 		switch {
 		case m.route == routeReserve:
-			p.reserve(ctx, m.code, subject)
+			p.reserve(ctx, m.code, shopper)
 			return
 		case m.route == routeValidate:
-			p.validate(ctx, m.code, subject)
+			p.validate(ctx, m.code, shopper)
 			return
-		case m.route == routeQuota && subject != "" && !p.quotaFor(ctx, subject):
+		case m.route == routeQuota && shopper != nil && !p.quotaFor(ctx, shopper):
 			return
 		}
-		p.forward(ctx, p.toBackend(nil, subject))
+		p.forward(ctx, p.toBackend(nil, shopper))
 	}
 	return
 }

@@ -13,13 +13,13 @@ import (
 // voucher not known to be sold out, go to the backend, through the waiting room (waitroom.go).
 //
 // With shoppers' tokens on, serve has asked the sold-out cache before checking the token (a new
-// order of a sold-out voucher gets its 409 without one), and subject is the token's, verified:
+// order of a sold-out voucher gets its 409 without one), and shopper is the token's, verified:
 // the body is decoded in full and its customerId must be the subject (auth.go). With tokens off,
-// subject is "" and the orderId scanner reads the body only for a voucher known to be sold out.
-func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte, subject string) {
+// shopper is nil and the orderId scanner reads the body only for a voucher known to be sold out.
+func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte, shopper *wire.Shopper) {
 	var decoded *wire.ReserveRequest
-	if subject != "" { // serve asked the sold-out cache before it checked the token
-		req, ok := p.reservationFor(ctx, subject)
+	if shopper != nil { // serve asked the sold-out cache before it checked the token
+		req, ok := p.reservationFor(ctx, shopper.Subject)
 		if !ok {
 			return
 		}
@@ -31,7 +31,7 @@ func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte, subject string) {
 		return
 	}
 	defer p.room.leave()
-	p.forward(ctx, p.toBackend(code, subject))
+	p.forward(ctx, p.toBackend(code, shopper))
 }
 
 // validate answers a reservation's dry run for a voucher known to be sold out with "not valid:
@@ -40,15 +40,15 @@ func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte, subject string) {
 // room: a dry run takes no use, so it does not queue for the reservations' share of the slots.
 // With tokens on, as for reserve: serve asked the cache first, and the body's customerId must
 // be the subject.
-func (p *Proxy) validate(ctx *fasthttp.RequestCtx, code []byte, subject string) {
-	if subject != "" {
-		if _, ok := p.reservationFor(ctx, subject); !ok {
+func (p *Proxy) validate(ctx *fasthttp.RequestCtx, code []byte, shopper *wire.Shopper) {
+	if shopper != nil {
+		if _, ok := p.reservationFor(ctx, shopper.Subject); !ok {
 			return
 		}
 	} else if p.answeredFromMemory(ctx, code, nil, true) {
 		return
 	}
-	p.forward(ctx, p.toBackend(nil, subject))
+	p.forward(ctx, p.toBackend(nil, shopper))
 }
 
 // answeredFromMemory answers the reservation's 409 OUT_OF_STOCK (dryRun: the dry run's "not

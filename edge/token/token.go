@@ -62,6 +62,9 @@ type Options struct {
 	Issuer   string           // required as iss
 	Leeway   time.Duration    // allowed clock skew for exp and nbf
 	Now      func() time.Time // nil: time.Now
+	// IdentityClaims maps a quota identity type (DEVICE, PHONE...) to the claim that holds the
+	// shopper's identities of that type; nil: the shopper has its subject (USER) alone.
+	IdentityClaims map[string]string
 
 	// The identity provider's JWK Set, fetched over HTTPS (remote.go).
 	JWKSURL string        // https://…; "": none
@@ -74,6 +77,7 @@ type Options struct {
 // Verifier checks tokens. It is safe for concurrent use. Close stops its fetches.
 type Verifier struct {
 	parser *jwt.Parser
+	claims map[string]string // Options.IdentityClaims
 	keys   keyfunc.Keyfunc
 	stop   context.CancelFunc
 }
@@ -137,7 +141,7 @@ func New(o Options) (*Verifier, error) {
 	if o.Now != nil {
 		opts = append(opts, jwt.WithTimeFunc(o.Now))
 	}
-	return &Verifier{parser: jwt.NewParser(opts...), keys: keys, stop: stop}, nil
+	return &Verifier{parser: jwt.NewParser(opts...), claims: o.IdentityClaims, keys: keys, stop: stop}, nil
 }
 
 // Usable reports whether the verifier holds a key usable in one of the configured algorithms:
@@ -180,18 +184,29 @@ func checkSet(all []jwkset.JWK, algs []string) error {
 
 // Verify checks raw, a compact JWT, and returns its subject, or one of the errors above.
 func (v *Verifier) Verify(raw string) (string, error) {
+	sh, err := v.Shopper(raw)
+	return sh.Subject, err
+}
+
+// Shopper checks raw as Verify does and returns the shopper it names: its subject and the quota
+// identities of the claims in Options.IdentityClaims (identity.go).
+func (v *Verifier) Shopper(raw string) (wire.Shopper, error) {
 	if err := checkStrict(raw); err != nil {
-		return "", err
+		return wire.Shopper{}, err
 	}
-	var claims jwt.RegisteredClaims
+	var claims jwt.MapClaims
 	if _, err := v.parser.ParseWithClaims(raw, &claims, v.key); err != nil {
-		return "", refusal(err)
+		return wire.Shopper{}, refusal(err)
+	}
+	sub, isText := claims["sub"].(string)
+	if _, present := claims["sub"]; present && !isText {
+		return wire.Shopper{}, ErrMalformed // a claim of the wrong type, as the registered claims' decoder finds it
 	}
 	// A customerId or quota identity is at most 64 bytes of text; a longer sub could match none.
-	if claims.Subject == "" || len(claims.Subject) > wire.MaxCustomerLen || wire.CheckText("sub", claims.Subject) != nil {
-		return "", ErrSubject
+	if sub == "" || len(sub) > wire.MaxCustomerLen || wire.CheckText("sub", sub) != nil {
+		return wire.Shopper{}, ErrSubject
 	}
-	return claims.Subject, nil
+	return wire.Shopper{Subject: sub, Identities: v.identities(claims)}, nil
 }
 
 // key is the jwt.Keyfunc: keyfunc's key for the token's kid (or every key, with no kid), kept

@@ -71,6 +71,9 @@ type Edge struct {
 	JWTAudience string        `env:"VG_EDGE_JWT_AUDIENCE"` // required with a JWKS file
 	JWTIssuer   string        `env:"VG_EDGE_JWT_ISSUER"`   // required with a JWKS file
 	JWTLeeway   time.Duration `env:"VG_EDGE_JWT_LEEWAY" envDefault:"30s"`
+	// The token claims that carry a shopper's quota identities other than its subject (USER),
+	// TYPE:claim comma-separated (identity_claims.go).
+	JWTIdentityClaims string `env:"VG_EDGE_JWT_IDENTITY_CLAIMS"`
 
 	// Shoppers' tokens from an identity provider's JWK Set, fetched over HTTPS, beside or instead
 	// of the file: on when set.
@@ -236,7 +239,8 @@ func (c Edge) checkAuth() error {
 	case c.JWTLeeway < 0 || c.JWTLeeway > 5*time.Minute:
 		return fmt.Errorf("VG_EDGE_JWT_LEEWAY is %v; expected a small duration from 0 to 5m such as 30s", c.JWTLeeway)
 	}
-	return nil
+	_, err := c.IdentityClaims()
+	return err
 }
 
 // httpsURL reports whether s is an https URL naming a host.
