@@ -68,9 +68,26 @@ func (s *Service) takeBackReleased(ctx context.Context, code string, put []Redem
 			s.cfg.Log.Warn("read a put-back order again; the reconciler will check it", "code", code, "order", r.OrderID, "err", err)
 			continue
 		}
+		s.giveBackLoaded(ctx, code, []Redemption{r})
+	}
+}
+
+// giveBackLoaded gives back the uses that a load or a put-back held for rs, rows released
+// since they were read, and returns how many went back. Each is given back only while the gate
+// holds it as that row's (LoadedAttempt, the row's customer and reservation time): a use some
+// attempt took since for the same orderId is that attempt's to give back. A failure leaves the
+// use held for the reconciler.
+func (s *Service) giveBackLoaded(ctx context.Context, code string, rs []Redemption) (released int64) {
+	for _, r := range rs {
 		held := Holder{CustomerID: r.CustomerID, ReservedAt: r.ReservedAt, Attempt: LoadedAttempt}
-		if _, err := s.giveBack(ctx, code, r.OrderID, &held); err != nil {
-			s.cfg.Log.Warn("give back a put-back order released meanwhile; the reconciler will", "code", code, "order", r.OrderID, "err", err)
+		ok, err := s.giveBack(ctx, code, r.OrderID, &held)
+		if err != nil {
+			s.cfg.Log.Warn("give back a loaded order released meanwhile; the reconciler will", "code", code, "order", r.OrderID, "err", err)
+			continue
+		}
+		if ok {
+			released++
 		}
 	}
+	return released
 }
