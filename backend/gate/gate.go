@@ -195,19 +195,33 @@ func (g *Gate) Orders(ctx context.Context, code string) ([]string, error) {
 	return ids, nil
 }
 
-// Missing returns which of orderIDs hold no use.
-func (g *Gate) Missing(ctx context.Context, code string, orderIDs []string) ([]string, error) {
-	held, err := g.rdb.HMGet(ctx, g.keys(code).Orders, orderIDs...).Result()
+// Missing returns those of rs whose order holds no use for the row's customer.
+func (g *Gate) Missing(ctx context.Context, code string, rs []voucher.Redemption) ([]voucher.Redemption, error) {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.OrderID
+	}
+	held, err := g.rdb.HMGet(ctx, g.keys(code).Orders, ids...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("gate missing %s: %w", code, err)
 	}
-	var missing []string
+	var missing []voucher.Redemption
 	for i, h := range held {
-		if h == nil {
-			missing = append(missing, orderIDs[i])
+		s, _ := h.(string)
+		if h == nil || holderCustomer(s) != rs[i].CustomerID {
+			missing = append(missing, rs[i])
 		}
 	}
 	return missing, nil
+}
+
+// holderCustomer is the customerId of an orders hash value, "" if malformed.
+func holderCustomer(s string) string {
+	h, err := parseHolder(s)
+	if err != nil {
+		return ""
+	}
+	return h.CustomerID
 }
 
 // Snapshot runs state.lua: remaining, the version and, when sold out, the holders, read in one
@@ -275,14 +289,14 @@ func (g *Gate) Holders(ctx context.Context, code string) (map[string]voucher.Hol
 	return holders, nil
 }
 
-// PutBack runs hold.lua for an active redemption Redis lost.
+// PutBack runs hold.lua for an active redemption Redis lost or holds for another customer.
 func (g *Gate) PutBack(ctx context.Context, r voucher.Redemption) (bool, error) {
 	h := formatHolder(voucher.Holder{CustomerID: r.CustomerID, ReservedAt: r.ReservedAt, Attempt: voucher.LoadedAttempt})
 	n, err := lua.Hold.Run(ctx, g.rdb, g.keys(r.VoucherCode).List(), r.OrderID, h, r.CustomerID).Int()
 	if err != nil {
 		return false, fmt.Errorf("gate put back %s/%s: %w", r.VoucherCode, r.OrderID, err)
 	}
-	return n == 1, nil
+	return n == 1 || n == 2, nil
 }
 
 // Recount runs recount.lua: remaining = total_limit - HLEN(orders), users recounted.

@@ -210,23 +210,23 @@ func (g *fakeGate) Holders(ctx context.Context, code string) (map[string]voucher
 	return holders, nil
 }
 
-func (g *fakeGate) Missing(ctx context.Context, code string, orderIDs []string) ([]string, error) {
+func (g *fakeGate) Missing(ctx context.Context, code string, rs []voucher.Redemption) ([]voucher.Redemption, error) {
 	if err := g.enter("Missing", ""); err != nil {
 		return nil, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	gv, loaded := g.vouchers[code]
-	var missing []string
-	for _, id := range orderIDs {
-		if !loaded || !gv.held(id) {
-			missing = append(missing, id)
+	var missing []voucher.Redemption
+	for _, r := range rs {
+		if !loaded || !gv.held(r.OrderID) || gv.orders[r.OrderID].CustomerID != r.CustomerID {
+			missing = append(missing, r)
 		}
 	}
 	return missing, nil
 }
 
-// PutBack is hold.lua: remaining may go below zero.
+// PutBack is hold.lua: remaining may go below zero; another customer's take becomes r's.
 func (g *fakeGate) PutBack(ctx context.Context, r voucher.Redemption) (bool, error) {
 	if err := g.enter("PutBack", r.OrderID); err != nil {
 		return false, err
@@ -234,10 +234,17 @@ func (g *fakeGate) PutBack(ctx context.Context, r voucher.Redemption) (bool, err
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	gv, loaded := g.vouchers[r.VoucherCode]
-	if !loaded || gv.held(r.OrderID) {
+	switch {
+	case !loaded:
 		return false, nil
+	case !gv.held(r.OrderID):
+		gv.hold(r.OrderID, loadedHolder(r))
+	case gv.orders[r.OrderID].CustomerID == r.CustomerID:
+		return false, nil
+	default:
+		gv.give(r.OrderID)
+		gv.hold(r.OrderID, loadedHolder(r))
 	}
-	gv.hold(r.OrderID, loadedHolder(r))
 	return true, nil
 }
 

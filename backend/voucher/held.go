@@ -5,37 +5,33 @@ import (
 	"errors"
 )
 
-// keepHeld puts back in the gate those of rs, active rows of code, that it does not hold, so
-// that every active row is in Redis (R2). A load that read the database just before a write
-// committed leaves that order out (Redis restarted empty, or failed over and lost it, while the
-// write was in flight); its retries would then be refused although it holds a use. The writer
+// keepHeld puts back in the gate those of rs, active rows of code, that it does not hold for
+// their customers, so that every active row is in Redis as its own (R2). A load that read the
+// database just before a write committed leaves that order out (Redis restarted empty, or
+// failed over and lost it, while the write was in flight); its retries would then be refused
+// although it holds a use. Another customer may even have taken that orderId in Redis since:
+// the put-back makes that use the row's, for the other take can never be written. The writer
 // runs this after each batch commits, before answering, and Warm after each load. A failure is
 // logged: the reconciler puts the orders back later.
 func (s *Service) keepHeld(ctx context.Context, code string, rs []Redemption) {
 	if len(rs) == 0 {
 		return
 	}
-	ids := make([]string, len(rs))
-	byID := make(map[string]Redemption, len(rs))
-	for i, r := range rs {
-		ids[i] = r.OrderID
-		byID[r.OrderID] = r
-	}
-	missing, err := s.gate.Missing(ctx, code, ids)
+	missing, err := s.gate.Missing(ctx, code, rs)
 	if err != nil {
 		s.cfg.Log.Warn("check written orders are held in redis; the reconciler will put back any lost",
 			"code", code, "err", err)
 		return
 	}
 	var put []Redemption
-	for _, id := range missing {
-		ok, err := s.gate.PutBack(ctx, byID[id])
+	for _, r := range missing {
+		ok, err := s.gate.PutBack(ctx, r)
 		if err != nil {
-			s.cfg.Log.Warn("put back a written order redis lost; the reconciler will", "code", code, "order", id, "err", err)
+			s.cfg.Log.Warn("put back a written order redis lost; the reconciler will", "code", code, "order", r.OrderID, "err", err)
 			break
 		}
 		if ok {
-			put = append(put, byID[id])
+			put = append(put, r)
 		}
 	}
 	if len(put) > 0 {
@@ -68,9 +64,26 @@ func (s *Service) takeBackReleased(ctx context.Context, code string, put []Redem
 			s.cfg.Log.Warn("read a put-back order again; the reconciler will check it", "code", code, "order", r.OrderID, "err", err)
 			continue
 		}
+		s.giveBackLoaded(ctx, code, []Redemption{r})
+	}
+}
+
+// giveBackLoaded gives back the uses that a load or a put-back held for rs, rows released
+// since they were read, and returns how many went back. Each is given back only while the gate
+// holds it as that row's (LoadedAttempt, the row's customer and reservation time): a use some
+// attempt took since for the same orderId is that attempt's to give back. A failure leaves the
+// use held for the reconciler.
+func (s *Service) giveBackLoaded(ctx context.Context, code string, rs []Redemption) (released int64) {
+	for _, r := range rs {
 		held := Holder{CustomerID: r.CustomerID, ReservedAt: r.ReservedAt, Attempt: LoadedAttempt}
-		if _, err := s.giveBack(ctx, code, r.OrderID, &held); err != nil {
-			s.cfg.Log.Warn("give back a put-back order released meanwhile; the reconciler will", "code", code, "order", r.OrderID, "err", err)
+		ok, err := s.giveBack(ctx, code, r.OrderID, &held)
+		if err != nil {
+			s.cfg.Log.Warn("give back a loaded order released meanwhile; the reconciler will", "code", code, "order", r.OrderID, "err", err)
+			continue
+		}
+		if ok {
+			released++
 		}
 	}
+	return released
 }

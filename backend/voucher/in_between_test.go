@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -307,4 +308,81 @@ func TestAReleasedOrderSentAgainIsNoCompensation(t *testing.T) {
 		t.Errorf("logged a compensation:\n%s", logs.String())
 	}
 	checkHeldAsWritten(t, e, v.Code)
+}
+
+// heldWrites is blockedWrites until free, then the real store.
+type heldWrites struct {
+	blockedWrites
+	free atomic.Bool
+}
+
+func (h *heldWrites) ReserveMany(ctx context.Context, code string, holds []voucher.Hold) ([]voucher.Written, error) {
+	if h.free.Load() {
+		return h.Store.ReserveMany(ctx, code, holds)
+	}
+	return h.blockedWrites.ReserveMany(ctx, code, holds)
+}
+
+// Redis restarts empty while customer A's write of order o-x is in flight; the load that
+// follows reads the database before A commits, and customer B then takes o-x in the gate (a
+// client reusing an orderId). A's batch commits: its check after the commit finds o-x held, but
+// by B, whose write the database must refuse (one redemption per orderId). The check must make
+// the gate's entry A's: otherwise A's retry is refused as another customer's order, and B's
+// refusal gives back the use A's row holds.
+func TestACommittedOrderHeldInRedisByAnotherCustomerBecomesItsOwn(t *testing.T) {
+	bw := &heldWrites{blockedWrites: blockedWrites{started: make(chan struct{}), release: make(chan struct{})}}
+	e := newEnv(t, voucher.Config{DBTimeout: 5 * time.Second, InFlightWait: 3 * time.Second}, func(st voucher.Store) voucher.Store {
+		bw.Store = st
+		return bw
+	})
+	ctx := context.Background()
+	v := e.createFlash(t, "TAKEN", 3, 1)
+	if err := e.svc.Warm(ctx, v.Code); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		r   voucher.Redemption
+		err error
+	}
+	reserve := func(customer string) chan answer {
+		c := make(chan answer, 1)
+		go func() {
+			r, err := e.svc.Reserve(ctx, request(v.Code, customer, "o-x"))
+			c <- answer{r, err}
+		}()
+		return c
+	}
+
+	a := reserve("c-a")
+	<-bw.started // A's batch waits
+	if _, err := e.gate.Forget(ctx, v.Code); err != nil {
+		t.Fatal(err)
+	}
+	b := reserve("c-b") // loads the voucher without o-x, then takes o-x
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		if h, held, err := e.gate.Holding(ctx, v.Code, "o-x"); err == nil && held && h.CustomerID == "c-b" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("B's take of o-x never reached redis")
+		}
+	}
+	bw.release <- struct{}{} // A's batch commits
+	<-bw.started             // B's batch waits
+	first := <-a
+	if first.err != nil {
+		t.Fatalf("A: %v; want 201", first.err)
+	}
+	if r, err := e.svc.Reserve(ctx, request(v.Code, "c-a", "o-x")); err != nil || r.DiscountAmount != first.r.DiscountAmount || r.CustomerID != "c-a" {
+		t.Errorf("A's retry while B's write waits: %+v %v; want the same 201", r, err)
+	}
+	bw.release <- struct{}{} // B's batch: refused
+	bw.free.Store(true)
+	if second := <-b; !errors.Is(second.err, voucher.ErrAlreadyUsed) {
+		t.Errorf("B: %+v %v; want ErrAlreadyUsed", second.r, second.err)
+	}
+	checkHeldAsWritten(t, e, v.Code)
+	if r, err := e.svc.Reserve(ctx, request(v.Code, "c-a", "o-x")); err != nil || r.DiscountAmount != first.r.DiscountAmount || r.CustomerID != "c-a" {
+		t.Errorf("A's retry after B's refusal: %+v %v; want the same 201", r, err)
+	}
 }

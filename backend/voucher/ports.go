@@ -123,12 +123,15 @@ type Gate interface {
 	Orders(ctx context.Context, code string) ([]string, error)
 	// Holders returns every order holding a use, with its holder.
 	Holders(ctx context.Context, code string) (map[string]Holder, error)
-	// Missing returns which of orderIDs hold no use in the gate (all of them when the voucher
-	// is not loaded).
-	Missing(ctx context.Context, code string, orderIDs []string) ([]string, error)
-	// PutBack holds a use for an active redemption the gate lost; false if it held one already
-	// or the voucher is not loaded. It may take remaining below zero (Redis had sold the use
-	// again); reserve.lua then refuses until a hanging use is released.
+	// Missing returns those of rs whose order holds no use in the gate for the row's
+	// customer: not held, or held for another customer (all of them when the voucher is not
+	// loaded).
+	Missing(ctx context.Context, code string, rs []Redemption) ([]Redemption, error)
+	// PutBack holds a use for an active redemption the gate lost; false if it holds one for
+	// r's customer already or the voucher is not loaded. It may take remaining below zero
+	// (Redis had sold the use again); reserve.lua then refuses until a hanging use is released.
+	// An order held for another customer MUST become r's, in the same use: that take can never
+	// be written (one redemption per orderId), and its attempt must find nothing to give back.
 	PutBack(ctx context.Context, r Redemption) (bool, error)
 	// Recount restores remaining + held orders = total_limit and the per-customer counts.
 	Recount(ctx context.Context, v Voucher) (Recount, error)

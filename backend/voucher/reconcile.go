@@ -84,10 +84,12 @@ func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig
 	return rep, nil
 }
 
-// putBackLost puts back in the gate the active rows it does not hold (R2).
+// putBackLost puts back in the gate the active rows it does not hold for their customers (R2):
+// an order held for another customer (a take of the same orderId after Redis lost the row's)
+// becomes the row's, or the row's retries would be refused as another customer's order.
 func (s *Service) putBackLost(ctx context.Context, code string, active []Redemption, holders map[string]Holder, rep *Reconciliation) error {
 	for _, r := range active {
-		if _, ok := holders[r.OrderID]; ok {
+		if h, ok := holders[r.OrderID]; ok && h.CustomerID == r.CustomerID {
 			continue
 		}
 		put, err := s.gate.PutBack(ctx, r)

@@ -340,3 +340,28 @@ func TestWarmBelowZeroTellsSoldOut(t *testing.T) {
 		t.Errorf("told the edges %q with no use left; want sold out", told)
 	}
 }
+
+// A failover lost o1's take, and another customer's attempt took the orderId o1 in the gate
+// and died: the order is held, but not for the customer whose row it is. Reconciliation makes
+// it that row's, in the same use, so c1's retry is answered from its row, not refused as
+// another customer's order.
+func TestReconcileMakesAnOrderHeldForAnotherCustomerItsRows(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeEnv(voucher.Config{})
+	f.create(t, "F", 2, 1, true)
+	granted := f.mustReserve(t, "F", "c1", "o1")
+	f.gate.lose("F", "o1")
+	f.hang(t, "F", "c9", "o1")
+	f.clock.Advance(2 * time.Minute)
+	rep, err := f.svc.Reconcile(ctx, "F", voucher.ReconcileConfig{Grace: time.Minute})
+	if err != nil || !slices.Equal(rep.PutBack, []string{"o1"}) || len(rep.Released) != 0 || rep.RemainingAfter != 1 {
+		t.Fatalf("reconcile: %+v %v; want o1 put back for c1, nothing released, 1 use left", rep, err)
+	}
+	if h, held, err := f.gate.Holding(ctx, "F", "o1"); err != nil || !held || h.CustomerID != "c1" {
+		t.Errorf("o1 held by %+v (%v %v); want c1", h, held, err)
+	}
+	if r, err := f.reserve("F", "c1", "o1"); err != nil || r.DiscountAmount != granted.DiscountAmount || r.CustomerID != "c1" {
+		t.Errorf("c1's retry: %+v %v; want the same 201", r, err)
+	}
+	f.check(t, "F", "o1")
+}

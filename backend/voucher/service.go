@@ -116,32 +116,56 @@ func (s *Service) Warm(ctx context.Context, code string) error {
 	if s.gate == nil {
 		return fmt.Errorf("warm %s: no redis gate: %w", code, ErrUnavailable)
 	}
-	_, err, _ = s.loads.Do(code, func() (any, error) {
-		active, err := s.store.ActiveRedemptions(ctx, code)
-		if err != nil {
-			return nil, fmt.Errorf("warm %s: read active redemptions: %w", code, err)
-		}
-		remaining, err := s.gate.Load(ctx, v, active)
-		if err != nil {
-			return nil, fmt.Errorf("warm %s: load redis: %w", code, err)
-		}
-		// A write that committed between the read and the load is not in it; read again, now
-		// that the load is done (a write committing later puts its own order back: keepHeld).
-		again, err := s.store.ActiveRedemptions(ctx, code)
-		if err != nil {
-			return nil, fmt.Errorf("warm %s: read active redemptions again: %w", code, err)
-		}
-		s.keepHeld(ctx, code, again)
-		// The state before the load is unknown (Redis may have lost a sell-out or a release):
-		// say what it is now.
-		if remaining <= 0 { // below zero: a put-back took a use Redis had sold again
-			s.notify.SoldOut(code)
-		} else {
-			s.notify.BackInStock(code)
-		}
-		return nil, nil
-	})
+	_, err, _ = s.loads.Do(code, func() (any, error) { return nil, s.load(ctx, v) })
 	return err
+}
+
+// load is Warm's one load: read the active rows, load them, read them again.
+func (s *Service) load(ctx context.Context, v Voucher) error {
+	code := v.Code
+	active, err := s.store.ActiveRedemptions(ctx, code)
+	if err != nil {
+		return fmt.Errorf("warm %s: read active redemptions: %w", code, err)
+	}
+	remaining, err := s.gate.Load(ctx, v, active)
+	if err != nil {
+		return fmt.Errorf("warm %s: load redis: %w", code, err)
+	}
+	// A write that committed between the read and the load is not in it; read again, now
+	// that the load is done (a write committing later puts its own order back: keepHeld).
+	again, err := s.store.ActiveRedemptions(ctx, code)
+	if err != nil {
+		return fmt.Errorf("warm %s: read active redemptions again: %w", code, err)
+	}
+	s.keepHeld(ctx, code, again)
+	// A release that committed between the read and the load found nothing to give back in
+	// Redis, and the load then wrote its order in: give back what the load held for it (a
+	// release committing later gives it back on its own).
+	remaining += s.giveBackLoaded(ctx, code, releasedSince(active, again))
+	// The state before the load is unknown (Redis may have lost a sell-out or a release):
+	// say what it is now.
+	if remaining <= 0 { // below zero: a put-back took a use Redis had sold again
+		s.notify.SoldOut(code)
+	} else {
+		s.notify.BackInStock(code)
+	}
+	return nil
+}
+
+// releasedSince returns the rows of before that are not in after, both reads of one voucher's
+// active rows: those released in between (a row never becomes active again).
+func releasedSince(before, after []Redemption) []Redemption {
+	still := make(map[string]bool, len(after))
+	for _, r := range after {
+		still[r.OrderID] = true
+	}
+	var gone []Redemption
+	for _, r := range before {
+		if !still[r.OrderID] {
+			gone = append(gone, r)
+		}
+	}
+	return gone
 }
 
 // Stats returns the voucher with its counts and, for a flash voucher, Redis's remaining uses.

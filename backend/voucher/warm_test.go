@@ -2,6 +2,7 @@ package voucher_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,5 +130,59 @@ func TestWarmUpRacingAWriteKeepsTheGrantedOrder(t *testing.T) {
 	held, _ := e.rdb.HLen(ctx, k.Orders).Result()
 	if remaining+held != 1 || remaining < 0 {
 		t.Errorf("R1: remaining %d + orders %d; want 1", remaining, held)
+	}
+}
+
+// releasingStore is the real store whose next read of active redemptions, once armed, releases
+// order before returning: the release commits between the warm-up's read and its load.
+type releasingStore struct {
+	voucher.Store
+	armed   atomic.Bool
+	release func()
+}
+
+func (s *releasingStore) ActiveRedemptions(ctx context.Context, code string) ([]voucher.Redemption, error) {
+	rs, err := s.Store.ActiveRedemptions(ctx, code)
+	if s.armed.CompareAndSwap(true, false) {
+		s.release()
+	}
+	return rs, err
+}
+
+// Redis loses a flash voucher holding o-1; the warm-up reads o-1 as active, then o-1 is
+// released (its gate step finds the voucher not loaded and gives nothing back), then the load
+// writes o-1 in. The warm-up must give that use back: no order is left held with no row.
+func TestWarmUpGivesBackAnOrderReleasedBetweenItsReadAndItsLoad(t *testing.T) {
+	var rs *releasingStore
+	var e *env
+	e = newEnv(t, voucher.Config{}, func(st voucher.Store) voucher.Store {
+		rs = &releasingStore{Store: st, release: func() {
+			if _, err := e.svc.Release(context.Background(), "WARMREL", "o-1"); err != nil {
+				t.Error(err)
+			}
+		}}
+		return rs
+	})
+	ctx := context.Background()
+	v := e.createFlash(t, "WARMREL", 3, 1)
+	if err := e.svc.Warm(ctx, v.Code); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Reserve(ctx, request(v.Code, "c-1", "o-1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.gate.Forget(ctx, v.Code); err != nil { // Redis lost the voucher
+		t.Fatal(err)
+	}
+	rs.armed.Store(true)
+	if err := e.svc.Warm(ctx, v.Code); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.store.Redemption(ctx, "o-1"); err != nil || r.Status != "RELEASED" {
+		t.Fatalf("o-1: %+v %v; want it released during the warm-up", r, err)
+	}
+	checkHeldAsWritten(t, e, v.Code)
+	if r, err := e.svc.Reserve(ctx, request(v.Code, "c-2", "o-2")); err != nil {
+		t.Errorf("a new order after the warm-up: %+v %v; want 201", r, err)
 	}
 }
