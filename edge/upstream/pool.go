@@ -149,8 +149,12 @@ func (p *Pool) pick(except *member) *member {
 	return best
 }
 
+// takeOut takes m out of service. Its kept-alive connections go too, here and again when it is
+// put back: a backend that was killed or restarted left them dead, and a reservation (a POST,
+// never retried once written) sent on one would fail although the backend is up again.
 func (p *Pool) takeOut(m *member, err error) {
 	if m.up.CompareAndSwap(true, false) {
+		m.Close()
 		p.log.Warn("backend out of service", "addr", m.addr, "err", err)
 	}
 }
@@ -179,6 +183,7 @@ func (p *Pool) checkOne(m *member) {
 	if err == nil {
 		m.fails = 0
 		if m.up.CompareAndSwap(false, true) {
+			m.Close() // an idle connection now is one kept from before it went out
 			p.log.Info("backend in service", "addr", m.addr)
 		}
 		return

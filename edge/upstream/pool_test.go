@@ -206,3 +206,25 @@ func TestVoucherState(t *testing.T) {
 		t.Fatalf("err = %v; want one naming the 404", err)
 	}
 }
+
+// A backend that went away and came back is called on new connections: the kept-alive ones
+// from before it went are closed when it is taken out and when it is put back, so the first
+// reservation after a restart (a POST, which is not retried) does not meet a dead connection.
+func TestARestartedBackendIsCalledOnNewConnections(t *testing.T) {
+	a := startServer(t, ok)
+	p := newPool(t, a)
+	for range 4 { // connections kept alive
+		if status, err := get(p, "/x"); err != nil || status != 200 {
+			t.Fatalf("call = %d, %v", status, err)
+		}
+	}
+	a.stop()
+	testkit.Eventually(t, "the stopped backend out of service", func() bool { return p.Healthy() == 0 })
+	a.restart()
+	testkit.Eventually(t, "the restarted backend in service", func() bool { return p.Healthy() == 1 })
+	for i := range 4 {
+		if status, err := get(p, "/x"); err != nil || status != 200 {
+			t.Fatalf("call %d after the restart = %d, %v; want 200 on a new connection", i, status, err)
+		}
+	}
+}
