@@ -41,6 +41,9 @@ func (p *Proxy) tunnel(ctx *fasthttp.RequestCtx, up *fasthttp.Response, c *upstr
 	resp.Header.Set(fasthttp.HeaderConnection, "Upgrade")
 	resp.Header.SetBytesV(fasthttp.HeaderUpgrade, websocketToken)
 	fasthttp.ReleaseResponse(up)
+	if h, ok := ctx.Conn().(interface{ tunnelled() }); ok {
+		h.tunnelled() // what follows are frames, not request headers
+	}
 	upConn, upReader := c.Takeover()
 	readIdle, writeIdle := c.ReadIdle, p.opts.WriteIdle
 	ctx.Hijack(func(client net.Conn) {

@@ -114,3 +114,65 @@ func TestWebSocketEchoThroughTheEdge(t *testing.T) {
 		t.Fatalf("plain GET: %d %s", a.status, a.body)
 	}
 }
+
+// webSocketUpstream is a checkout API answering every upgrade with 101 and handing the
+// connection to h.
+func webSocketUpstream(t *testing.T, h func(conn net.Conn, r *bufio.Reader)) string {
+	t.Helper()
+	addr, _ := serveNetHTTP(t, 0, func(w http.ResponseWriter, r *http.Request) {
+		conn, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+			websocketAccept(r.Header.Get("Sec-WebSocket-Key")))
+		_ = rw.Flush()
+		h(conn, rw.Reader)
+	})
+	return addr
+}
+
+// upgrade opens a WebSocket through the edge at addr and returns the connection and its reader
+// past the 101.
+func upgrade(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "GET /live HTTP/1.1\r\nHost: shop.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+	r := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil || resp.StatusCode != 101 {
+		t.Fatalf("upgrade: %v, %v", resp, err)
+	}
+	return conn, r
+}
+
+// Frames are bytes, not request headers: a payload with bare LFs (and CRs) goes through both
+// ways. (Before: the edge's bare-LF check looked at the tunnel's bytes as headers and cut it.)
+func TestWebSocketFramesMayHoldBareLF(t *testing.T) {
+	addr := webSocketUpstream(t, func(conn net.Conn, r *bufio.Reader) {
+		for {
+			msg, err := readFrame(r)
+			if err != nil {
+				return
+			}
+			_, _ = conn.Write(textFrame(msg, nil))
+		}
+	})
+	e := passThroughEdge(t, addr, edgeConfig{})
+	conn, r := upgrade(t, e.addr)
+	for _, msg := range []string{"a\nb", "\n\n\r\n\n", "line one\nline two\n"} {
+		if _, err := conn.Write(textFrame([]byte(msg), []byte{0, 0, 0, 0})); err != nil { // a zero mask: sent as it is
+			t.Fatal(err)
+		}
+		if got, err := readFrame(r); err != nil || string(got) != msg {
+			t.Fatalf("echo of %q: %q, %v", msg, got, err)
+		}
+	}
+}
