@@ -366,6 +366,45 @@ func TestAClientGivingUpCancelsTheUpstreamCall(t *testing.T) {
 	}
 }
 
+// A client that goes away while its answer streams, in a silence of the checkout API (an event
+// stream between events), cancels the call too: the upstream sees its connection close well
+// before it would write again. (Before: only a failed write to the client cut it, so the call
+// ran on until the checkout API sent its next byte.)
+func TestAClientGivingUpDuringASilentStreamCancelsTheUpstreamCall(t *testing.T) {
+	cancelled := make(chan time.Duration, 1)
+	addr, _ := serveNetHTTP(t, 0, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		start := time.Now()
+		select {
+		case <-r.Context().Done():
+			cancelled <- time.Since(start)
+		case <-time.After(8 * time.Second):
+			fmt.Fprint(w, "data: late\n\n")
+		}
+	})
+	e := passThroughEdge(t, addr, edgeConfig{timeout: 20 * time.Second})
+	c := dialRawProxy(t, e.addr)
+	fmt.Fprintf(c, "GET /events HTTP/1.1\r\nHost: shop.example\r\n\r\n")
+	for { // the header and the first event: the answer streams
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "data: first") {
+			break
+		}
+	}
+	c.Close()
+	select {
+	case after := <-cancelled:
+		t.Logf("upstream call cancelled %v after its first event", after.Round(time.Millisecond))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream call was not cancelled 5 s after its client went away mid-stream")
+	}
+}
+
 // From a trusted proxy (a TLS load balancer) X-Forwarded-Proto, -Host and -For and Forwarded
 // pass as it set them, and X-Real-Ip names the client it saw; from anyone else they are the
 // edge's own. (Before: always the edge's: https from the balancer became http.)
