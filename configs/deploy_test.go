@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -284,6 +285,21 @@ func TestComposePublishesOnlyTheEdge(t *testing.T) {
 	}
 	if tok := c.Services["backend"].Environment["VG_ADMIN_TOKEN"]; !strings.HasPrefix(tok, "${VG_ADMIN_TOKEN:?") {
 		t.Errorf("docker-compose.yml: the backend's VG_ADMIN_TOKEN is %q; want ${VG_ADMIN_TOKEN:?...}: required, no default", tok)
+	}
+}
+
+// The edge published on every interface keeps a per-address cap: with VG_EDGE_MAX_CONNS_PER_IP
+// at 0, a few addresses holding connections open could take every one of the edge's.
+func TestComposeKeepsAPerAddressCapOnThePublishedEdge(t *testing.T) {
+	c := readCompose(t)
+	env := c.Services["edge"].Environment
+	if len(c.Services["edge"].Ports) == 0 {
+		t.Fatal("docker-compose.yml does not publish the edge; this check reads its settings")
+	}
+	v, ok := env["VG_EDGE_MAX_CONNS_PER_IP"]
+	n, err := strconv.Atoi(v)
+	if !ok || err != nil || n <= 0 {
+		t.Errorf("docker-compose.yml: the published edge's VG_EDGE_MAX_CONNS_PER_IP is %q (set: %v); want a number above 0, a cap per client address", v, ok)
 	}
 }
 

@@ -59,7 +59,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: loadtest compare [-rounds N -duration D -warmup D -conns N -baseline R -tolerance T -passthrough]
+	fmt.Fprintln(os.Stderr, `usage: loadtest compare [-rounds N -duration D -warmup D -conns N -baseline R -tolerance T -passthrough] [-serve]
        loadtest flash -target 127.0.0.1:PORT -code CODE [-duration D -conns N]
        loadtest allwin [-rounds N -duration D -warmup D -conns N -pgclients N -pgthreads N -backend PATH]
        loadtest refusals [-rounds N -duration D -warmup D -conns N -backend PATH]
@@ -86,7 +86,11 @@ func runCompare(ctx context.Context, args []string) error {
 	baseline := fs.Float64("baseline", 0, "an earlier build's edge/bare ratio to hold this one to (0: none)")
 	tolerance := fs.Float64("tolerance", 0.05, "how far from -baseline the ratio may be and count as unchanged")
 	passThrough := fs.Bool("passthrough", false, "a checkout path through the edge against the same checkout API asked directly")
+	serve := fs.Bool("serve", false, "only start the two servers, print their addresses and serve until Ctrl-C, for another load generator (loadtest/compare/wrk.lua)")
 	_ = fs.Parse(args)
+	if *serve {
+		return serveCompared(ctx, *passThrough)
+	}
 	before := loadAverage()
 	run := compare.Run
 	if *passThrough {
@@ -101,6 +105,23 @@ func runCompare(ctx context.Context, args []string) error {
 		r.PrintAgainst(os.Stdout, *baseline, *tolerance)
 	}
 	fmt.Printf("machine load average (1 min) before and after: %s, %s on %d CPUs\n", before, loadAverage(), runtime.NumCPU())
+	return nil
+}
+
+// serveCompared runs the two servers of a comparison until ctx ends.
+func serveCompared(ctx context.Context, passThrough bool) error {
+	ref, edge, stop, err := compare.Serve(ctx, passThrough)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	refName, path := "bare", "/vouchers/"+compare.Code+"/reservations"
+	if passThrough {
+		refName, path = "direct", compare.CheckoutPath
+	}
+	fmt.Printf("%s http://%s%s\nedge http://%s%s\n", refName, ref, path, edge, path)
+	fmt.Println("serving until Ctrl-C; e.g. wrk -t1 -c8 -d10s -s loadtest/compare/wrk.lua <URL>")
+	<-ctx.Done()
 	return nil
 }
 

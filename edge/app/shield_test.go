@@ -12,14 +12,14 @@ import (
 )
 
 // The shield: a voucher the NATS state bucket says is sold out stays answered 409 at the edge
-// with every backend dead. The edge's sold-out durations are the defaults divided by scale
+// with every backend dead. Most runs use the edge's sold-out durations divided by scale
 // (VG_EDGE_SOLDOUT_TTL 5 s → 250 ms, VG_EDGE_SOLDOUT_KEEP 30 s → 1.5 s, refresh 2 s → 100 ms),
-// and so are the moments the test asks at: +0, +6, +30 and +60 s at the defaults. Nothing in the
-// edge's answer depends on a duration but through these settings, so the answers are the
-// defaults' at those moments.
+// and ask at the moments divided by it too: +0, +6, +30 and +60 s at the defaults. Nothing in
+// the edge's answer depends on a duration but through these settings, so the answers are the
+// defaults' at those moments; one run (not with -short) holds the real defaults for a minute.
 const scale = 20
 
-func shieldConfig(natsURL, natsPrefix, backend string) config.Edge {
+func shieldConfig(natsURL, natsPrefix, backend string, scale time.Duration) config.Edge {
 	ecfg := edgeConfig(natsURL, natsPrefix, backend)
 	ecfg.SoldOutTTL = 5 * time.Second / scale
 	ecfg.SoldOutRefresh = 2 * time.Second / scale
@@ -43,9 +43,27 @@ func sellOutAndKill(t *testing.T, p *backendtest.Process, e *edge, code string) 
 }
 
 func TestSoldOutStaysAnsweredWithEveryBackendKilledWhileNATSSaysSo(t *testing.T) {
+	t.Run("at 1/20 of the defaults", func(t *testing.T) {
+		t.Parallel()
+		shieldHolds(t, scale)
+	})
+	t.Run("at the defaults", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("a minute and more")
+		}
+		t.Parallel()
+		shieldHolds(t, 1)
+	})
+}
+
+// shieldHolds sells a voucher out through an edge whose sold-out durations are the defaults
+// divided by scale, kills every backend, and asks for new orders and their dry runs at +0, +6,
+// +30 and +60 s (divided by scale): each answered from memory. Then a backend returns and
+// releases a hold, and the edge sells again within a second.
+func shieldHolds(t *testing.T, scale time.Duration) {
 	cfg := backendtest.Config(t)
 	p := backendtest.StartProcess(t, cfg)
-	e := startEdge(t, shieldConfig(cfg.NATSURL, cfg.NATSPrefix, p.Addr()))
+	e := startEdge(t, shieldConfig(cfg.NATSURL, cfg.NATSPrefix, p.Addr(), scale))
 	granted, killed := sellOutAndKill(t, p, e, "SHIELD")
 
 	for i, at := range []time.Duration{0, 6 * time.Second, 30 * time.Second, 60 * time.Second} {
@@ -53,6 +71,11 @@ func TestSoldOutStaysAnsweredWithEveryBackendKilledWhileNATSSaysSo(t *testing.T)
 		a := e.reserve(t, "SHIELD", fmt.Sprintf("new-%d", i), fmt.Sprintf("new-order-%d", i))
 		if a.Status != 409 || !strings.Contains(a.Body, "OUT_OF_STOCK") {
 			t.Fatalf("new order %v (at the defaults) after every backend was killed: %d %s; want the edge's 409", at, a.Status, a.Body)
+		}
+		a = e.do(t, "POST", "/vouchers/SHIELD/validate",
+			fmt.Sprintf(`{"customerId":"dry-%d","orderId":"dry-order-%d","orderAmount":100000}`, i, i))
+		if a.Status != 200 || a.Body != `{"valid":false,"error":"OUT_OF_STOCK"}` {
+			t.Fatalf("dry run of a new order %v (at the defaults) after every backend was killed: %d %s; want the edge's not valid", at, a.Status, a.Body)
 		}
 		if i == 0 {
 			testkit.Eventually(t, "the killed backend out of service", func() bool { return e.App.Pool.Healthy() == 0 })
@@ -96,7 +119,7 @@ func TestWithNATSDownTooTheEdgeKeepsTheSellOutForTheConfiguredTime(t *testing.T)
 	cfg := backendtest.Config(t)
 	cfg.NATSURL = nats.URL()
 	p := backendtest.StartProcess(t, cfg)
-	ecfg := shieldConfig(nats.URL(), cfg.NATSPrefix, p.Addr())
+	ecfg := shieldConfig(nats.URL(), cfg.NATSPrefix, p.Addr(), scale)
 	ecfg.SoldOutKeep = 4 * time.Second // a confirmation every 500 ms
 	keep, check := ecfg.SoldOutKeepFor(), ecfg.StateCheckEvery()
 	e := startEdge(t, ecfg)

@@ -38,20 +38,24 @@ func newConns(c Caps) *conns { return &conns{caps: c, perIP: make(map[netip.Addr
 
 // admit counts in a connection from ip (hasIP false: an address that is not IP, never capped
 // by address) and returns 0, or the status to refuse it with, counting nothing. Near the cap
-// in all it first counts out the oldest idle connection, which it returns for the caller to
-// close (nil: none).
+// in all, a connection its address's cap lets in first counts out the oldest idle connection,
+// which admit returns for the caller to close (nil: none); one refused for its address closes
+// nobody's.
 func (n *conns) admit(ip netip.Addr, hasIP bool) (status int, closeIdle *counted) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	perIP := n.caps.MaxConnsPerIP > 0 && hasIP
+	if perIP && n.perIP[ip] >= n.caps.MaxConnsPerIP {
+		if n.caps.MaxConns > 0 && n.total >= n.caps.MaxConns {
+			return 503, nil // the cap in all is named first
+		}
+		return 429, nil
+	}
 	if n.caps.MaxConns > 0 && n.total >= nearCap(n.caps.MaxConns) {
 		closeIdle = n.takeIdleLocked()
 	}
 	if n.caps.MaxConns > 0 && n.total >= n.caps.MaxConns {
 		return 503, closeIdle
-	}
-	perIP := n.caps.MaxConnsPerIP > 0 && hasIP
-	if perIP && n.perIP[ip] >= n.caps.MaxConnsPerIP {
-		return 429, closeIdle
 	}
 	n.total++
 	if perIP {

@@ -17,7 +17,9 @@ import (
 // answer takes is bounded by buffers, not by its size. Each read from the checkout API waits at
 // most its path's read timeout (upstream.PathTimeout) and each write to the client at most the
 // write timeout, so a long poll, a server-sent event stream and a slow reader all last as long
-// as bytes keep moving. A client that goes away before its answer comes cuts its call.
+// as bytes keep moving. A client that goes away cuts its call, while it waits for the answer and
+// while the answer streams, silent or not: the edge asks the client's socket every
+// clientCheckEvery whether the client's FIN or RST came.
 
 // smallAnswer is the largest answer of known length read whole before it is relayed: a
 // checkout API cut in the middle of one still gets the client a clean 502, not a cut answer.
@@ -40,17 +42,19 @@ func (p *Proxy) passThrough(ctx *fasthttp.RequestCtx, req *fasthttp.Request, id 
 	up := fasthttp.AcquireResponse()
 	stop := p.watchClient(ctx, c)
 	err := p.opts.Checkout.Do(req, up, c)
-	stop()
 	if err != nil {
+		stop()
 		fasthttp.ReleaseResponse(up)
 		p.upstreamFailed(ctx, err, id)
 		return
 	}
 	if upgrade && up.StatusCode() == fasthttp.StatusSwitchingProtocols {
+		stop()
 		p.tunnel(ctx, up, c, id)
 		return
 	}
-	if err := p.relay(ctx, up, c, id); err != nil {
+	if err := p.relay(ctx, up, c, id, stop); err != nil {
+		stop()
 		c.Release(false)
 		fasthttp.ReleaseResponse(up)
 		p.upstreamFailed(ctx, err, id)
@@ -59,8 +63,8 @@ func (p *Proxy) passThrough(ctx *fasthttp.RequestCtx, req *fasthttp.Request, id 
 
 // relay gives the client the answer whose header is in up, or returns the error to answer
 // instead when none of it went out. Once the body is relayed, its stream's Close releases up
-// and the call.
-func (p *Proxy) relay(ctx *fasthttp.RequestCtx, up *fasthttp.Response, c *upstream.Call, id []byte) error {
+// and the call, and stops the client's watch (stop); an answer relayed whole stops it at once.
+func (p *Proxy) relay(ctx *fasthttp.RequestCtx, up *fasthttp.Response, c *upstream.Call, id []byte, stop func()) error {
 	body := up.BodyStream()
 	n := up.Header.ContentLength()
 	switch limit := p.opts.MaxCheckoutAnswer; {
@@ -85,6 +89,7 @@ func (p *Proxy) relay(ctx *fasthttp.RequestCtx, up *fasthttp.Response, c *upstre
 		if skip { // HEAD: the header says the length of a body it does not carry
 			resp.SkipBody = true
 		}
+		stop()
 		c.Release(true)
 		fasthttp.ReleaseResponse(up)
 		return nil
@@ -95,7 +100,7 @@ func (p *Proxy) relay(ctx *fasthttp.RequestCtx, up *fasthttp.Response, c *upstre
 	}
 	resp.ImmediateHeaderFlush = true
 	resp.SetBodyStream(&relayBody{
-		ctx: ctx, src: body, up: up, call: c, writeIdle: p.opts.WriteIdle,
+		ctx: ctx, src: body, up: up, call: c, stopWatch: stop, writeIdle: p.opts.WriteIdle,
 		capped: p.opts.MaxCheckoutAnswer > 0, left: int64(p.opts.MaxCheckoutAnswer), reuse: n >= -1,
 	}, size)
 	return nil
@@ -109,6 +114,7 @@ type relayBody struct {
 	src       io.Reader
 	up        *fasthttp.Response
 	call      *upstream.Call
+	stopWatch func() // of the client's watch, which runs while the body does
 	writeIdle time.Duration
 	capped    bool
 	left      int64 // bytes the cap still allows
@@ -138,6 +144,7 @@ func (r *relayBody) Close() error {
 	if r.up == nil {
 		return nil
 	}
+	r.stopWatch()
 	_ = r.up.CloseBodyStream()
 	r.call.Release(r.ended && r.reuse)
 	fasthttp.ReleaseResponse(r.up)
@@ -145,8 +152,8 @@ func (r *relayBody) Close() error {
 	return nil
 }
 
-// watchClient cuts c when the client goes away while c waits for its answer, asking every
-// clientCheckEvery; it returns the function that stops watching.
+// watchClient cuts c when the client goes away while c waits for its answer or streams it,
+// asking every clientCheckEvery; it returns the function that stops watching (once or more).
 func (p *Proxy) watchClient(ctx *fasthttp.RequestCtx, c *upstream.Call) (stop func()) {
 	conn := clientSocket(ctx.Conn())
 	if conn == nil {

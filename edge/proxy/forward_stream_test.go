@@ -49,8 +49,8 @@ func httpClient() *http.Client {
 	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 }
 
-// An upstream that closes idle keep-alive connections after 1 s or 5 s (Node.js' default), and
-// an edge that keeps them longer (the worst setting: VG_EDGE_UPSTREAM_KEEPALIVE above the
+// An upstream process (upstream_process_test.go) that closes idle keep-alive connections after
+// 1 s or 5 s (Node.js' default), and an edge that keeps them longer (the worst setting: VG_EDGE_UPSTREAM_KEEPALIVE above the
 // upstream's): requests after pauses about that long find connections the upstream closed. No
 // request may fail, GET or POST: the edge sees the closed connection before writing on it and
 // sends the request on another. (Before: 4 of 5 requests after a pause answered 502.)
@@ -65,15 +65,8 @@ func TestStaleKeepAliveConnectionsLoseNoRequest(t *testing.T) {
 				t.Skip("pauses of 5 s")
 			}
 			t.Parallel()
-			var posts atomic.Int32
-			addr, conns := serveNetHTTP(t, tt.upstreamIdle, func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
-				if r.Method == "POST" {
-					posts.Add(1)
-				}
-				fmt.Fprintf(w, "%s %s", r.Method, body)
-			})
-			e := passThroughEdge(t, addr, edgeConfig{timeout: 10 * time.Second, checkout2: upstream.CheckoutOptions{IdleConn: 3 * tt.upstreamIdle, DialTimeout: 3 * time.Second}})
+			up := startUpstreamProcess(t, tt.upstreamIdle)
+			e := passThroughEdge(t, up.addr, edgeConfig{timeout: 10 * time.Second, checkout2: upstream.CheckoutOptions{IdleConn: 3 * tt.upstreamIdle, DialTimeout: 3 * time.Second}})
 			client := httpClient()
 			var failures, sent atomic.Int32
 			for round := range tt.rounds {
@@ -107,10 +100,11 @@ func TestStaleKeepAliveConnectionsLoseNoRequest(t *testing.T) {
 				}
 				wg.Wait()
 			}
+			st := up.stats(t)
 			t.Logf("%d requests (%d POST reached the upstream), %d failed; the upstream accepted %d connections",
-				sent.Load(), posts.Load(), failures.Load(), conns.Load())
-			if conns.Load() <= int32(tt.clients) {
-				t.Fatalf("the upstream accepted %d connections for %d clients: no idle connection was closed under the edge, the race was not run", conns.Load(), tt.clients)
+				sent.Load(), st.Posts, failures.Load(), st.Conns)
+			if st.Conns <= int32(tt.clients) {
+				t.Fatalf("the upstream accepted %d connections for %d clients: no idle connection was closed under the edge, the race was not run", st.Conns, tt.clients)
 			}
 		})
 	}
@@ -201,30 +195,15 @@ func TestLargeAnswersStreamFromTheirFirstByte(t *testing.T) {
 	}
 }
 
-// Server-sent events reach the client one by one as the upstream sends them: the upstream sends
-// the next only once the client got the one before, so a proxy that held them back would stall
-// (the test's deadline); then a stream longer than any read timeout runs on while events flow.
-// (Before: delivered only at the end; a 15 s stream cut with a 504 at 10 s.)
+// Server-sent events from an upstream process reach the client one by one as it sends them:
+// it sends the next only once the client got the one before (acknowledged to the process
+// directly), so a proxy that held them back would stall (the test's deadline); then a stream
+// longer than any read timeout runs on while events flow. (Before: delivered only at the end; a
+// 15 s stream cut with a 504 at 10 s.)
 func TestServerSentEventsArriveAsSent(t *testing.T) {
-	received := make(chan int)
-	addr, _ := serveNetHTTP(t, 0, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for i := range 8 {
-			fmt.Fprintf(w, "id: %d\ndata: event %d\n\n", i, i)
-			w.(http.Flusher).Flush()
-			select {
-			case got := <-received:
-				if got != i {
-					return
-				}
-			case <-time.After(5 * time.Second):
-				return // the client never saw it: the edge held it back
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	})
+	up := startUpstreamProcess(t, 0)
 	// A read timeout of 500 ms, shorter than the stream (about 1.6 s): it bounds the pauses.
-	e := passThroughEdge(t, addr, edgeConfig{timeout: 500 * time.Millisecond})
+	e := passThroughEdge(t, up.addr, edgeConfig{timeout: 500 * time.Millisecond})
 	resp, err := httpClient().Get("http://" + e.addr + "/events")
 	if err != nil {
 		t.Fatal(err)
@@ -251,7 +230,7 @@ func TestServerSentEventsArriveAsSent(t *testing.T) {
 		if want := fmt.Sprintf("id: %d\ndata: event %d\n", i, i); event != want {
 			t.Fatalf("event %q; want %q", event, want)
 		}
-		received <- i
+		up.ack(t)
 	}
 }
 
@@ -363,6 +342,45 @@ func TestAClientGivingUpCancelsTheUpstreamCall(t *testing.T) {
 		t.Logf("upstream call cancelled %v after it began", after.Round(time.Millisecond))
 	case <-time.After(5 * time.Second):
 		t.Fatal("the upstream call was not cancelled 5 s after its client went away")
+	}
+}
+
+// A client that goes away while its answer streams, in a silence of the checkout API (an event
+// stream between events), cancels the call too: the upstream sees its connection close well
+// before it would write again. (Before: only a failed write to the client cut it, so the call
+// ran on until the checkout API sent its next byte.)
+func TestAClientGivingUpDuringASilentStreamCancelsTheUpstreamCall(t *testing.T) {
+	cancelled := make(chan time.Duration, 1)
+	addr, _ := serveNetHTTP(t, 0, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		start := time.Now()
+		select {
+		case <-r.Context().Done():
+			cancelled <- time.Since(start)
+		case <-time.After(8 * time.Second):
+			fmt.Fprint(w, "data: late\n\n")
+		}
+	})
+	e := passThroughEdge(t, addr, edgeConfig{timeout: 20 * time.Second})
+	c := dialRawProxy(t, e.addr)
+	fmt.Fprintf(c, "GET /events HTTP/1.1\r\nHost: shop.example\r\n\r\n")
+	for { // the header and the first event: the answer streams
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "data: first") {
+			break
+		}
+	}
+	c.Close()
+	select {
+	case after := <-cancelled:
+		t.Logf("upstream call cancelled %v after its first event", after.Round(time.Millisecond))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream call was not cancelled 5 s after its client went away mid-stream")
 	}
 }
 

@@ -56,6 +56,40 @@ func TestIdleConnectionsMakeRoomOldestIdleFirst(t *testing.T) {
 	}
 }
 
+// A connection refused for its address closes nobody's idle connection: the per-address cap is
+// checked before room is made near the cap in all. (Before: each refused connection from a
+// capped address first closed another client's idle one.)
+func TestAConnectionOverItsAddressCapClosesNoIdleConnection(t *testing.T) {
+	n := newConns(Caps{MaxConns: 8, MaxConnsPerIP: 1})
+	crowd, other := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	if status, _ := n.admit(crowd, true); status != 0 {
+		t.Fatalf("the crowd's first: %d", status)
+	}
+	var idle []*headConn
+	for i := range 6 { // 7 open: nearCap(8), six of them idle, none the crowd's
+		ip := netip.AddrFrom4([4]byte{10, 0, 1, byte(i)})
+		if status, _ := n.admit(ip, true); status != 0 {
+			t.Fatalf("admit %v: %d", ip, status)
+		}
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		c := newHeadConn(a, n, ip, true)
+		c.waiting(true)
+		idle = append(idle, c)
+	}
+	for range 3 {
+		if status, closeIdle := n.admit(crowd, true); status != 429 || closeIdle != nil {
+			t.Fatalf("over its address's cap: %d, closing %p; want 429, closing none", status, closeIdle)
+		}
+	}
+	if n.idle.len != 6 || n.total != 7 {
+		t.Fatalf("%d idle, %d open; want all 6 idle still there, 7 open", n.idle.len, n.total)
+	}
+	if status, closeIdle := n.admit(other, true); status != 0 || closeIdle != &idle[0].counted {
+		t.Fatalf("another address near the cap: %d, closing %p; want 0, closing the oldest idle", status, closeIdle)
+	}
+}
+
 // A read of a request's first byte takes the connection off the idle list.
 func TestAReadMakesAnIdleConnectionBusy(t *testing.T) {
 	n := newConns(Caps{MaxConns: 8})

@@ -211,6 +211,10 @@ func (c *headConn) endHead() {
 	}
 }
 
+// tunnelled makes the connection pass on everything read from now on unlooked at: it was
+// upgraded (a WebSocket tunnel), and carries frames, not requests.
+func (c *headConn) tunnelled() { c.at = inUnknownBody }
+
 // startHead makes the connection look at the next bytes as a new request's header.
 func (c *headConn) startHead() {
 	c.at, c.prev, c.lineLen, c.lines, c.line = inHead, 0, 0, 0, c.lineBuf[:0]

@@ -21,9 +21,10 @@ const maxJWKSBytes = 1 << 20
 // Fetching a JWK Set from an identity provider (Options.JWKSURL) goes through jwkset's HTTP
 // storage, which keyfunc builds on: a fetch at start bounded by Options.Wait, then one every
 // Options.Refresh, and one more when a token names a kid the set lacks, at most once per
-// unknownKIDEvery (a token with a made-up kid never waits for it: rate.Limiter.Wait gives up at
-// once when its wait would pass the deadline). A fetch that fails, or brings a set with no key
-// usable in the configured algorithms, keeps the set held (guarded.KeyReplaceAll).
+// unknownKIDEvery. A token with a made-up kid never waits for that limit: when a fetch is not
+// allowed now, its lookup fails at once (unknownKIDs; jwkset's own limiter would hold it up to
+// its RateLimitWaitMax). A fetch that fails, or brings a set with no key usable in the
+// configured algorithms, keeps the set held (guarded.KeyReplaceAll).
 
 // What Options.Wait and Options.Refresh are when not set: the edge's defaults.
 const (
@@ -70,11 +71,41 @@ func remoteStorage(ctx context.Context, o Options, given jwkset.Storage) (jwkset
 	if err != nil {
 		return nil, fmt.Errorf("JWKS URL %q: %w", o.JWKSURL, err)
 	}
-	return jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
+	fetching, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
 		Given: given, HTTPURLs: map[string]jwkset.Storage{o.JWKSURL: store},
-		RateLimitWaitMax:  o.Wait,
-		RefreshUnknownKID: rate.NewLimiter(rate.Every(unknownKIDEvery(o.Refresh)), 1),
+		RateLimitWaitMax:  o.Wait,                       // bounds the fetch an unknown kid makes
+		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1), // never waits: unknownKIDs limits
 	})
+	if err != nil {
+		return nil, err
+	}
+	kept := []jwkset.Storage{store}
+	if given != nil {
+		kept = []jwkset.Storage{given, store}
+	}
+	return &unknownKIDs{Storage: fetching, held: kept, every: rate.NewLimiter(rate.Every(unknownKIDEvery(o.Refresh)), 1)}, nil
+}
+
+// unknownKIDs is the key storage with its fetches for unknown kids limited without waiting: a
+// kid the keys held lack fetches the set through the client (Storage) only when every allows
+// one now, and is not found at once otherwise.
+type unknownKIDs struct {
+	jwkset.Storage                  // the client: fetches the set on a kid it lacks
+	held           []jwkset.Storage // the keys held (the file's, the provider's), read without fetching
+	every          *rate.Limiter
+}
+
+func (u *unknownKIDs) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
+	for _, s := range u.held {
+		jwk, err := s.KeyRead(ctx, kid)
+		if !errors.Is(err, jwkset.ErrKeyNotFound) {
+			return jwk, err
+		}
+	}
+	if !u.every.Allow() {
+		return jwkset.JWK{}, fmt.Errorf("%w %q (the set was fetched for an unknown kid less than the limit ago)", jwkset.ErrKeyNotFound, kid)
+	}
+	return u.Storage.KeyRead(ctx, kid)
 }
 
 // guarded is the provider's keys as last fetched. A fetch whose set has no key usable in algs

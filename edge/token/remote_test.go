@@ -163,6 +163,31 @@ func TestAnUnknownKIDFetchesTheSetAtMostOncePerInterval(t *testing.T) {
 	}
 }
 
+// With a refresh under the wait (here 1 s against 2 s), the limit on fetches for unknown kids is
+// shorter than the wait too: a made-up kid found while no fetch is allowed is refused at once,
+// not held until the limit lets one through. (Before: each such token held its handler up to
+// the limit, 1 s here, 5 s with the edge's defaults.)
+func TestAnUnknownKIDNeverWaitsForTheLimitUnderAShortRefresh(t *testing.T) {
+	p := startProvider(t, "old", "new")
+	p.serve("old")
+	v := p.verifier(t, time.Second)
+	p.serve("old", "new")
+	if !verifies(v, p.sign(t, "new")) { // takes the limit's one fetch
+		t.Fatal("a token naming a kid the set lacked did not fetch the set again")
+	}
+	for i := range 10 {
+		tok := p.sign(t, "new")
+		tok = strings.Replace(tok, tok[:strings.Index(tok, ".")], base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256","kid":"made-up-`+string(rune('a'+i))+`"}`)), 1)
+		start := time.Now()
+		if verifies(v, tok) {
+			t.Fatal("a made-up kid verified")
+		}
+		if took := time.Since(start); took > 200*time.Millisecond {
+			t.Fatalf("made-up kid %d refused after %v; want at once", i, took)
+		}
+	}
+}
+
 func TestAProviderDownAtStartIsWaitedForBoundedly(t *testing.T) {
 	p := startProvider(t, "k")
 	p.down()

@@ -34,6 +34,11 @@ type Call struct {
 	release func(reuse bool) // gives the connection back; set once the answer's header is read
 	conn2   net.Conn         // the connection as fasthttp holds it (TLS included), for Takeover
 	reader  *bufio.Reader    // what was read from it past the answer's header
+
+	// The last failed attempt, for the retry decision (retryCheckout), and what the next needs.
+	failedReused   bool // it ran on a connection that had carried a request before
+	failedAnswered bool // some byte of the answer had come back
+	fresh          bool // the next attempt MUST run on a connection of its own, dialled for it
 }
 
 // Abort cuts the call: its connection is closed, so a wait for the answer ends at once.
@@ -87,9 +92,10 @@ func (c *Call) detach() {
 // rather than one deadline for the whole answer.
 type conn struct {
 	net.Conn
-	used  bool  // a request was written on it before
-	check bool  // the next write starts a request on a reused connection
-	call  *Call // the call it carries, if any
+	used     bool  // a request was written on it before
+	check    bool  // the next write starts a request on a reused connection
+	answered bool  // a byte came back since the call began
+	call     *Call // the call it carries, if any
 }
 
 // ours returns the conn under c (under TLS, fasthttp wraps what the dialer returned).
@@ -106,6 +112,7 @@ func (w *conn) begin(c *Call) {
 	w.call = c
 	w.check = w.used
 	w.used = true
+	w.answered = false
 	c.attach(w)
 }
 
@@ -131,7 +138,11 @@ func (w *conn) Read(p []byte) (int, error) {
 	if c := w.call; c != nil && c.ReadIdle > 0 {
 		_ = w.Conn.SetReadDeadline(within(c.ReadIdle, c.Deadline))
 	}
-	return w.Conn.Read(p)
+	n, err := w.Conn.Read(p)
+	if n > 0 {
+		w.answered = true
+	}
+	return n, err
 }
 
 // within is now plus d, or deadline when that comes first.

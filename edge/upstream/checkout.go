@@ -32,7 +32,8 @@ type PathTimeout struct {
 // by the call's ReadIdle. A request that failed on a reused connection before any byte of its
 // answer came back is sent once more, on a fresh connection, when that is safe: when it was
 // certainly not sent (the connection was found closed before writing it), or when its method
-// is idempotent. It is safe for concurrent use.
+// is idempotent. A request that failed on a fresh connection is not sent again: the server
+// itself had it and gave no answer. It is safe for concurrent use.
 type Checkout struct {
 	addr     string
 	tls      bool
@@ -68,7 +69,7 @@ func NewCheckout(addr string, tls bool, o CheckoutOptions) *Checkout {
 		MaxConns:                  o.MaxConns,
 		MaxConnWaitTimeout:        o.ConnWait,
 		MaxIdleConnDuration:       o.IdleConn,
-		MaxIdemponentCallAttempts: 3, // a stale connection, then one retry of an idempotent request
+		MaxIdemponentCallAttempts: 2, // one retry, on a fresh connection (retryCheckout)
 		RetryIfErr:                retryCheckout,
 		ReadBufferSize:            o.MaxHeaderBytes,
 		DisablePathNormalizing:    true, // forward the path as the client sent it
@@ -147,22 +148,28 @@ func (c *Checkout) Probe() (int, error) {
 	return resp.StatusCode(), nil
 }
 
-// retryCheckout decides whether a failed attempt is sent again (fasthttp's RetryIfErr): a
-// request found a stale connection before it was written (the transport has closed the idle
-// ones, so the next attempt dials), or an idempotent one lost its connection before its answer,
-// once. Never a call that timed out, was cancelled, or got an answer fasthttp refused.
+// retryCheckout decides whether a failed attempt is sent again (fasthttp's RetryIfErr). Only an
+// attempt on a reused connection that got no byte of its answer may be: the server may have
+// closed the connection as it sat idle, and a fresh one answers. Then it is sent again, once and
+// on a fresh connection, when the request was certainly not sent (found stale before writing)
+// or its method is idempotent. Never one that failed on a fresh connection (the server had it and
+// closed without answering), timed out, was cancelled, or got an answer fasthttp refused.
 func retryCheckout(req *fasthttp.Request, attempts int, err error) (resetTimeout, retry bool) {
-	if call, _ := req.UserValueBytes(callKey).(*Call); call != nil && call.Aborted() {
+	call, _ := req.UserValueBytes(callKey).(*Call)
+	if call == nil || call.Aborted() || !call.failedReused || call.failedAnswered || attempts > 1 {
 		return false, false
-	}
-	if errors.Is(err, ErrStaleConn) {
-		return false, true
 	}
 	var small *fasthttp.ErrSmallBuffer
-	if attempts > 1 || TimedOut(err) || errors.As(err, &small) || errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		return false, false
+	switch {
+	case errors.Is(err, ErrStaleConn):
+		retry = true
+	case TimedOut(err) || errors.As(err, &small) || errors.Is(err, fasthttp.ErrBodyTooLarge):
+		retry = false
+	default:
+		retry = idempotent(req)
 	}
-	return false, idempotent(req)
+	call.fresh = retry
+	return false, retry
 }
 
 // idempotent reports whether the request's method is idempotent (RFC 9110 §9.2.2).
@@ -190,6 +197,15 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 		}
 	}
 	cc, err := hc.AcquireConn(wait, req.ConnectionClose())
+	// A retry runs on a connection dialled for it: the kept-alive ones it is handed meanwhile are
+	// closed (they are likely as stale as the one that failed, and few).
+	for tries := 0; err == nil && call.fresh && tries < 16; tries++ {
+		if w := ours(cc.Conn()); w == nil || !w.used {
+			break
+		}
+		hc.CloseConn(cc)
+		cc, err = hc.AcquireConn(wait, req.ConnectionClose())
+	}
 	if err != nil {
 		return false, err
 	}
@@ -199,8 +215,10 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 		hc.CloseConn(cc)
 		return false, errors.New("checkout connection not dialled by the edge")
 	}
+	call.failedReused = w.used
 	w.begin(call)
 	fail := func(err error) (bool, error) {
+		call.failedAnswered = w.answered
 		w.end()
 		hc.CloseConn(cc)
 		return true, err

@@ -31,35 +31,44 @@ func TestNewCallTakesTheLongestMatchingPrefix(t *testing.T) {
 	}
 }
 
-// A stale connection, and an idempotent request losing its connection, are sent again; a POST
-// that may have been read, a timeout, a cancelled call are not.
+// Only an attempt on a reused connection that got no byte of its answer is sent again: a stale
+// one whatever its method, an idempotent one cut; never a POST that may have been read, a
+// request that failed on a fresh connection or after part of its answer, a timeout, a
+// cancelled call, or a second time.
 func TestRetryCheckout(t *testing.T) {
-	post, get := &fasthttp.Request{}, &fasthttp.Request{}
-	post.Header.SetMethod("POST")
-	get.Header.SetMethod("GET")
-	aborted := &fasthttp.Request{}
-	aborted.Header.SetMethod("GET")
-	call := &Call{}
-	call.Abort()
-	aborted.SetUserValueBytes(callKey, call)
+	type attempt struct{ reused, answered, aborted bool }
 	for _, tt := range []struct {
 		name     string
-		req      *fasthttp.Request
+		method   string
+		last     attempt
 		attempts int
 		err      error
 		want     bool
 	}{
-		{"stale POST", post, 1, ErrStaleConn, true},
-		{"stale GET, second time", get, 2, ErrStaleConn, true},
-		{"POST cut", post, 1, fasthttp.ErrConnectionClosed, false},
-		{"GET cut", get, 1, fasthttp.ErrConnectionClosed, true},
-		{"GET cut again", get, 2, fasthttp.ErrConnectionClosed, false},
-		{"GET timed out", get, 1, fasthttp.ErrTimeout, false},
-		{"GET header too large", get, 1, &fasthttp.ErrSmallBuffer{}, false},
-		{"cancelled", aborted, 1, ErrStaleConn, false},
+		{"stale POST", "POST", attempt{reused: true}, 1, ErrStaleConn, true},
+		{"stale GET, second time", "GET", attempt{reused: true}, 2, ErrStaleConn, false},
+		{"POST cut", "POST", attempt{reused: true}, 1, fasthttp.ErrConnectionClosed, false},
+		{"GET cut", "GET", attempt{reused: true}, 1, fasthttp.ErrConnectionClosed, true},
+		{"PUT cut", "PUT", attempt{reused: true}, 1, fasthttp.ErrConnectionClosed, true},
+		{"GET cut after a byte", "GET", attempt{reused: true, answered: true}, 1, fasthttp.ErrConnectionClosed, false},
+		{"GET cut on a fresh connection", "GET", attempt{}, 1, fasthttp.ErrConnectionClosed, false},
+		{"GET cut again", "GET", attempt{reused: true}, 2, fasthttp.ErrConnectionClosed, false},
+		{"GET timed out", "GET", attempt{reused: true}, 1, fasthttp.ErrTimeout, false},
+		{"GET header too large", "GET", attempt{reused: true}, 1, &fasthttp.ErrSmallBuffer{}, false},
+		{"cancelled", "GET", attempt{reused: true, aborted: true}, 1, ErrStaleConn, false},
 	} {
-		if _, retry := retryCheckout(tt.req, tt.attempts, tt.err); retry != tt.want {
+		req := &fasthttp.Request{}
+		req.Header.SetMethod(tt.method)
+		call := &Call{failedReused: tt.last.reused, failedAnswered: tt.last.answered}
+		if tt.last.aborted {
+			call.Abort()
+		}
+		req.SetUserValueBytes(callKey, call)
+		if _, retry := retryCheckout(req, tt.attempts, tt.err); retry != tt.want {
 			t.Errorf("%s: retry %v; want %v", tt.name, retry, tt.want)
+		}
+		if call.fresh != tt.want {
+			t.Errorf("%s: next attempt fresh %v; want %v", tt.name, call.fresh, tt.want)
 		}
 	}
 }

@@ -63,3 +63,28 @@ func TestRunPassThroughAnswersEveryRequest(t *testing.T) {
 		t.Fatalf("report printed as\n%s", out.String())
 	}
 }
+
+// Serve starts the pair a comparison loads, for another generator: the bare server and the edge
+// answer the sold-out 409, the checkout API and the edge in front of it the checkout's 200.
+func TestServeStartsBothServers(t *testing.T) {
+	for _, tt := range []struct {
+		passThrough bool
+		status      int
+	}{{false, 409}, {true, 200}} {
+		ref, edge, stop, err := Serve(context.Background(), tt.passThrough)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := load.Settings{Conns: 1, Duration: 100 * time.Millisecond, Code: Code, Prefix: "serve-"}
+		if tt.passThrough {
+			s.Path = CheckoutPath
+		}
+		for _, addr := range []string{ref, edge} {
+			res, err := load.Run(context.Background(), addr, s)
+			if err != nil || res.Requests == 0 || res.Statuses[tt.status] == 0 {
+				t.Errorf("passThrough %v, %s: %+v, %v; want %d answers", tt.passThrough, addr, res.Statuses, err, tt.status)
+			}
+		}
+		stop()
+	}
+}

@@ -70,3 +70,26 @@ func (r Report) printPassThrough(w io.Writer) {
 	fmt.Fprintf(w, "median through the edge: %.0f req/s, p50 %v, p99 %v\n", e.RPS, e.P50.Round(time.Microsecond), e.P99.Round(time.Microsecond))
 	fmt.Fprintf(w, "ratio through/direct: %.2f\n", r.Ratio())
 }
+
+// Serve starts the two servers a comparison loads, the sold-out pair (bare, then the edge) or
+// with passThrough the pass-through pair (the checkout API, then the edge in front of it), for
+// another load generator to load, and returns their addresses and what stops both.
+func Serve(ctx context.Context, passThrough bool) (ref, edge string, stop func(), err error) {
+	startRef, startEdge := StartBare, StartEdge
+	if passThrough {
+		startRef = StartCheckout
+	}
+	ref, stopRef, err := startRef()
+	if err != nil {
+		return "", "", nil, err
+	}
+	if passThrough {
+		startEdge = func(ctx context.Context) (string, func(), error) { return StartPassThroughEdge(ctx, ref) }
+	}
+	edge, stopEdge, err := startEdge(ctx)
+	if err != nil {
+		stopRef()
+		return "", "", nil, err
+	}
+	return ref, edge, func() { stopEdge(); stopRef() }, nil
+}
