@@ -15,6 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"vouchergate/backend/backendtest"
+	"vouchergate/shared/wire"
 	"vouchergate/testkit"
 )
 
@@ -97,5 +98,5 @@ func TestStrictTokensAndAJWKSURLThroughTheEdge(t *testing.T) {
 	if got := m.Count(t, "vg_edge_tokens_refused_total", "reason", "signature"); got != 5 {
 		t.Errorf("vg_edge_tokens_refused_total{reason=\"signature\"} = %v; want 5, the unknown kids", got)
 	}
-	b.CheckInvariants(t, "IDP", []string{"idp-1"})
+	b.CheckInvariants(t, "IDP", []string{wire.ShopperOrderID("1001", "idp-1")}) // a shopper's order, in its scope
 }
