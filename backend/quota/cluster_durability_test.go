@@ -300,3 +300,25 @@ func TestReplicatedRefusesARedisWithoutReplicas(t *testing.T) {
 		}
 	}
 }
+
+// Nor does it start when Redis cannot be asked how many replicas it has: the promise would go
+// unchecked.
+func TestReplicatedRefusesARedisItCannotAsk(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	e := newEnv(t, time.Now(), rdb)
+	srv.Kill()
+	cfg := e.cfg
+	cfg.Durability = quota.Durability{MinReplicas: 1, Wait: 50 * time.Millisecond}
+	svc, err := quota.New(context.Background(), cfg)
+	if err == nil {
+		svc.Close()
+		t.Fatal("started with replicated on a Redis that did not answer")
+	}
+	for _, want := range []string{"VG_QUOTA_DURABILITY", "could not be counted", "async"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+}

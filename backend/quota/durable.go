@@ -100,8 +100,19 @@ func (sc *scripts) masterOf(ctx context.Context, key string) (*redis.Client, err
 }
 
 // CheckReplicas returns an error unless every master of rdb (the single Redis, or each
-// master of a cluster) has at least n replicas connected, naming what to do instead.
+// master of a cluster) has at least n replicas connected, naming what to do instead. A Redis
+// that cannot be asked is an error too: replicated is a promise the backend checks before it
+// makes it.
 func CheckReplicas(ctx context.Context, rdb redis.UniversalClient, n int) error {
+	err := checkReplicas(ctx, rdb, n)
+	if err == nil || errors.Is(err, errTooFewReplicas) {
+		return err
+	}
+	return fmt.Errorf("VG_QUOTA_DURABILITY is replicated, but the replicas of the Redis masters could not be counted: %w; "+
+		"start Redis before the backend, so that it can check that every master has VG_QUOTA_MIN_REPLICAS=%d, or set VG_QUOTA_DURABILITY=async", err, n)
+}
+
+func checkReplicas(ctx context.Context, rdb redis.UniversalClient, n int) error {
 	check := func(ctx context.Context, node *redis.Client) error {
 		info, err := node.Info(ctx, "replication").Result()
 		if err != nil {
