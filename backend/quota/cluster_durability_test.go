@@ -285,7 +285,7 @@ func (r reloadOnFailure) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 }
 
 // replicated on a Redis with no replica cannot keep its promise: the service refuses to start,
-// naming the setting and what to run instead.
+// naming the setting, what to run instead and what that costs.
 func TestReplicatedRefusesARedisWithoutReplicas(t *testing.T) {
 	e := newEnv(t, time.Now())
 	cfg := e.cfg
@@ -294,7 +294,7 @@ func TestReplicatedRefusesARedisWithoutReplicas(t *testing.T) {
 	if err == nil {
 		t.Fatal("started with replicated on a Redis without replicas")
 	}
-	for _, want := range []string{"VG_QUOTA_DURABILITY", "VG_QUOTA_MIN_REPLICAS=1", "0 replica(s)", "appendfsync always"} {
+	for _, want := range []string{"VG_QUOTA_DURABILITY", "VG_QUOTA_MIN_REPLICAS=1", "0 replica(s)", "appendfsync always", "deducts per second"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the refusal %q does not say %q", err, want)
 		}
