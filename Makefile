@@ -23,7 +23,8 @@ test-faults: services
 
 ## test-cluster: only the cluster scenarios (two edges and two backends on a replicated Redis Cluster
 ## and a NATS cluster: 200 vouchers at once; a Redis master, a NATS node, a backend and an edge
-## SIGKILLed mid-sale; quota deducts across a master's failover with each VG_QUOTA_DURABILITY),
+## SIGKILLed mid-sale; a flash voucher's and quota writes lost in a master's failover, quotas with
+## each VG_QUOTA_DURABILITY),
 ## with the race detector; `make test` runs them too
 test-cluster: services
 	$(GO) test -race -count=1 -run 'Cluster' ./testkit/ ./backend/faulttest/ ./backend/quota/

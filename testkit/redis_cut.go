@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -18,6 +20,13 @@ import (
 // returned function removes the rules; it also runs when the test ends, on every path. Needs
 // root and iptables (apt-get install iptables).
 func (c *RedisCluster) CutReplication(t testing.TB, addr string) (restore func()) {
+	t.Helper()
+	return CutReplication(t, addr)
+}
+
+// CutReplication is RedisCluster.CutReplication for any Redis master at addr, such as a
+// StartRedis server with a RedisReplicaOf replica.
+func CutReplication(t testing.TB, addr string) (restore func()) {
 	t.Helper()
 	if _, err := exec.LookPath("iptables"); err != nil {
 		t.Fatalf("testkit: cut replication: iptables is not installed (apt-get install iptables): %v", err)
@@ -62,6 +71,69 @@ func (c *RedisCluster) CutReplication(t testing.TB, addr string) (restore func()
 		added = append(added, r)
 	}
 	return restore
+}
+
+// WaitReplicated returns once every replica of the master at addr has applied all the master
+// had written when it was called (its replication offset), so a cut that follows holds back
+// only what comes after. It fails the test if that takes longer than the ready timeout.
+func WaitReplicated(t testing.TB, addr string) {
+	t.Helper()
+	info, err := nodeCommand(addr, func(ctx context.Context, rdb *redis.Client) (string, error) {
+		return rdb.Info(ctx, "replication").Result()
+	})
+	if err != nil {
+		t.Fatalf("testkit: wait for replication: read INFO replication of %s: %v", addr, err)
+	}
+	target := infoInt(info, "master_repl_offset")
+	var replicas []string
+	for line := range strings.SplitSeq(info, "\n") {
+		// slave0:ip=127.0.0.1,port=6380,state=online,offset=1234,lag=0
+		if !strings.HasPrefix(line, "slave") || !strings.Contains(line, ":ip=") {
+			continue
+		}
+		var ip, port string
+		_, fields, _ := strings.Cut(strings.TrimSpace(line), ":")
+		for kv := range strings.SplitSeq(fields, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "ip":
+				ip = v
+			case "port":
+				port = v
+			}
+		}
+		replicas = append(replicas, ip+":"+port)
+	}
+	if len(replicas) == 0 {
+		t.Fatalf("testkit: wait for replication: %s has no replica connected", addr)
+	}
+	for _, r := range replicas {
+		deadline := time.Now().Add(readyTimeout)
+		for {
+			info, err := nodeCommand(r, func(ctx context.Context, rdb *redis.Client) (string, error) {
+				return rdb.Info(ctx, "replication").Result()
+			})
+			if err == nil && infoInt(info, "slave_repl_offset") >= target {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("testkit: replica %s of %s did not reach offset %d: %v %s", r, addr, target, err, info)
+			}
+			time.Sleep(pollInterval)
+		}
+	}
+}
+
+// infoInt reads an integer field of an INFO answer (-1 when absent).
+func infoInt(info, name string) int64 {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }
 
 func iptables(op string, rule []string) (string, error) {

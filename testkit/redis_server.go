@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -15,6 +16,7 @@ type RedisOption func(*redisConfig)
 
 type redisConfig struct {
 	persistent bool
+	replicaOf  string // host:port of the master, or ""
 }
 
 // RedisPersistent makes the server append every write to an append-only file and fsync it
@@ -23,6 +25,13 @@ type redisConfig struct {
 // comes back empty.
 func RedisPersistent() RedisOption {
 	return func(c *redisConfig) { c.persistent = true }
+}
+
+// RedisReplicaOf makes the server a replica of the Redis at master (host:port): StartRedis
+// returns once it has synced with it, so a master's WAIT 1 is answered. Cut their link with
+// CutReplication(t, master).
+func RedisReplicaOf(master string) RedisOption {
+	return func(c *redisConfig) { c.replicaOf = master }
 }
 
 // RedisServer is a throwaway standalone redis-server on a free 127.0.0.1 port with its data
@@ -53,14 +62,27 @@ func StartRedis(t testing.TB, opts ...RedisOption) *RedisServer {
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(s.port),
 		"--dir", s.dataDir, "--save", "",
 		"--daemonize", "no", "--logfile", "",
+		// a replica's first sync starts at once, not after the 5 s a master waits for more
+		"--repl-diskless-sync-delay", "0",
 	}
 	if cfg.persistent {
 		s.argv = append(s.argv, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
 		s.argv = append(s.argv, "--appendonly", "no")
 	}
+	if cfg.replicaOf != "" {
+		host, port, _ := strings.Cut(cfg.replicaOf, ":")
+		s.argv = append(s.argv, "--replicaof", host, port)
+	}
 	s.proc = newProcess(t, "redis-server "+s.Addr(), nil)
 	s.Start()
+	if cfg.replicaOf != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+		defer cancel()
+		if err := waitReplicaSynced(ctx, s.Addr()); err != nil {
+			t.Fatalf("testkit: replica of %s did not sync: %v", cfg.replicaOf, err)
+		}
+	}
 	return s
 }
 

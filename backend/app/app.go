@@ -72,7 +72,8 @@ func WithClock(c clock.Clock) Option {
 }
 
 // New connects to the stores, applies migrations and builds the server. It fails if the
-// database cannot be reached; Redis and NATS may come later.
+// database cannot be reached; Redis and NATS may come later, except that with
+// VG_QUOTA_DURABILITY=replicated Redis must answer, to count its replicas.
 func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) {
 	if err := keys.CheckPrefix(cfg.RedisPrefix); err != nil {
 		return nil, fmt.Errorf("VG_REDIS_PREFIX: %w", err)

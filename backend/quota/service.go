@@ -11,7 +11,6 @@ package quota
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -67,7 +66,8 @@ type Service struct {
 }
 
 // New checks cfg, loads the rules, subscribes to rule changes and starts the periodic
-// refresh. Close stops it.
+// refresh. Close stops it. With Durability.MinReplicas set it refuses to start unless every
+// Redis master answers with that many replicas connected.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -85,10 +85,8 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("quota: load rules: %w", err)
 	}
 	if n := cfg.Durability.MinReplicas; n > 0 {
-		if err := CheckReplicas(ctx, cfg.Redis, n); errors.Is(err, errTooFewReplicas) {
+		if err := CheckReplicas(ctx, cfg.Redis, n); err != nil {
 			return nil, err
-		} else if err != nil {
-			cfg.Log.Warn("quota: could not count Redis replicas at start; writes answer 503 until enough acknowledge", "err", err)
 		}
 	}
 	if err := s.scripts.loadScripts(ctx); err != nil {
