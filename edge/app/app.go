@@ -141,7 +141,7 @@ func newPool(cfg config.Edge, clientOpts upstream.Options, log *slog.Logger) *up
 	}
 	return upstream.NewPool(addrs, tls, upstream.PoolOptions{
 		Client: clientOpts, HealthEvery: cfg.HealthEvery, HealthTimeout: cfg.HealthTimeout, HealthFalls: cfg.HealthFalls,
-		APIKey: cfg.APIKey,
+		APIKey: cfg.APIKey, Warm: cfg.WarmConns,
 	}, log)
 }
 

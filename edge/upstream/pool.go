@@ -23,6 +23,9 @@ type PoolOptions struct {
 	HealthFalls   int           // failed checks in a row that take a backend out
 	HealthPath    string        // "/healthz" when empty
 	APIKey        string        // the edge's service key, sent on Fetch (state reads); "": none
+	// Warm is how many connections to each healthy backend are kept open while idle (warm.go),
+	// so that a sale's opening does not dial them; 0: none.
+	Warm int
 }
 
 // Pool balances calls over backends: the healthy one with the fewest calls in flight, taking
@@ -42,7 +45,8 @@ type member struct {
 	*Client
 	healthClient *fasthttp.HostClient // its own connection, so a busy pool does not fail the check
 	up           atomic.Bool
-	fails        int // checks failed in a row; only the checker goroutine uses it
+	fails        int       // checks failed in a row; only the checker goroutine uses it
+	warmed       time.Time // when its connections were last warmed; only the checker goroutine uses it
 }
 
 // Backend describes one member of a Pool.
@@ -71,7 +75,7 @@ func NewPool(addrs []string, tls []bool, o PoolOptions, log *slog.Logger) *Pool 
 	var wg sync.WaitGroup
 	for _, m := range p.members {
 		wg.Add(1)
-		go func() { defer wg.Done(); p.checkOne(m) }()
+		go func() { defer wg.Done(); p.checkOne(m); p.warm(m) }()
 	}
 	wg.Wait()
 	p.done.Add(1)
@@ -172,7 +176,7 @@ func (p *Pool) checkLoop() {
 		var wg sync.WaitGroup
 		for _, m := range p.members {
 			wg.Add(1)
-			go func() { defer wg.Done(); p.checkOne(m) }()
+			go func() { defer wg.Done(); p.checkOne(m); p.keepWarm(m) }()
 		}
 		wg.Wait()
 	}

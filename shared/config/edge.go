@@ -46,6 +46,7 @@ type Edge struct {
 	DialTimeout     time.Duration `env:"VG_EDGE_DIAL_TIMEOUT" envDefault:"500ms"`
 	ConnWait        time.Duration `env:"VG_EDGE_CONN_WAIT" envDefault:"100ms"`
 	MaxConns        int           `env:"VG_EDGE_MAX_CONNS" envDefault:"512"`   // per backend, and to the upstream
+	WarmConns       int           `env:"VG_EDGE_WARM_CONNS" envDefault:"64"`   // per healthy backend, kept open while idle
 	ReserveWait     time.Duration `env:"VG_EDGE_RESERVE_WAIT" envDefault:"1s"` // for a backend slot, when 3/4 of the connections carry reservations
 
 	// Backend pool health.
@@ -190,6 +191,8 @@ func (c Edge) Check() error {
 		return fmt.Errorf("VG_EDGE_SOLDOUT_REFRESH is %v; expected 0 (off) or a duration below VG_EDGE_SOLDOUT_TTL (%v)", c.SoldOutRefresh, c.SoldOutTTL)
 	case c.MaxConns < 1:
 		return fmt.Errorf("VG_EDGE_MAX_CONNS is %d; expected at least 1", c.MaxConns)
+	case c.WarmConns < 0 || c.WarmConns > c.MaxConns:
+		return fmt.Errorf("VG_EDGE_WARM_CONNS is %d; expected 0 (none) to VG_EDGE_MAX_CONNS (%d)", c.WarmConns, c.MaxConns)
 	case c.HealthFalls < 1:
 		return fmt.Errorf("VG_EDGE_HEALTH_FALLS is %d; expected at least 1", c.HealthFalls)
 	case c.MaxHeaderBytes < minHeaderBytes:
