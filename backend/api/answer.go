@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strconv"
@@ -44,4 +45,13 @@ func badRequest(ctx *fasthttp.RequestCtx, err error) {
 func (s *Server) tooLarge(ctx *fasthttp.RequestCtx) {
 	respondError(ctx, fasthttp.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge,
 		"the body is larger than the limit: at most "+strconv.Itoa(s.opts.MaxBodyBytes)+" bytes")
+}
+
+// failureKind is the kind a failed request's log line is sampled by: its level, method and the
+// shape of its path (first segment and number of segments: /vouchers/*/reservations), never
+// its codes or ids, so the kinds stay as few as the routes.
+func failureKind(level slog.Level, ctx *fasthttp.RequestCtx) string {
+	path := ctx.Path()
+	first, _, _ := bytes.Cut(bytes.TrimPrefix(path, []byte("/")), []byte("/"))
+	return level.String() + " " + string(ctx.Method()) + " /" + string(first) + " " + strconv.Itoa(bytes.Count(path, []byte("/")))
 }
