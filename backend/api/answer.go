@@ -11,9 +11,21 @@ import (
 	"vouchergate/shared/wire"
 )
 
+// marshal is json.Marshal without its HTML escaping: an answer is JSON for a client, never
+// HTML, and "send Authorization: Bearer <VG_ADMIN_TOKEN>" must not read \u003cVG_ADMIN_TOKEN\u003e.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // respondJSON answers status with v as JSON.
 func respondJSON(ctx *fasthttp.RequestCtx, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		slog.Error("api: encode answer", "path", string(ctx.Path()), "err", err)
 		respondError(ctx, fasthttp.StatusInternalServerError, wire.CodeInternal, "encode answer")
@@ -30,7 +42,7 @@ func respondError(ctx *fasthttp.RequestCtx, status int, code, message string) {
 	if status == fasthttp.StatusServiceUnavailable {
 		ctx.Response.Header.Set("Retry-After", "1")
 	}
-	b, _ := json.Marshal(wire.Error{Error: code, Message: message})
+	b, _ := marshal(wire.Error{Error: code, Message: message})
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(b)
