@@ -1,26 +1,32 @@
-# syntax=docker/dockerfile:1
 # The backend and the edge, one Dockerfile with two targets:
 #   docker build --target backend -t vouchergate-backend .
 #   docker build --target edge    -t vouchergate-edge .
 # Both are static Go binaries (CGO_ENABLED=0; the Lua scripts and migrations are embedded) on
 # distroless static: CA certificates, /etc/passwd with the nonroot user, no shell. The one extra
 # file is busybox's wget (static, ~1 MB), so that docker-compose can health-check /readyz.
+#
+# It needs no BuildKit (no RUN --mount, no syntax line): Debian's docker.io 20.10 with
+# docker-compose 1.29 builds with the classic builder, which BuildKit's cache mounts would stop.
+# The modules are downloaded in a layer of their own, so a change to the code rebuilds from
+# there; the compile cache is not kept between builds.
+#
+# Images are pinned to a release; distroless has no release tags, only the rolling nonroot
+# tag (pin it by digest for a reproducible build: crane digest gcr.io/distroless/static-debian12:nonroot).
 
 ARG GO_VERSION=1.26.8
 
 FROM golang:${GO_VERSION}-bookworm AS build
 WORKDIR /src
-# Modules first: their layer and the module cache survive a change to the code.
+# Modules first: their layer survives a change to the code.
 COPY go.mod go.sum ./
-RUN --mount=type=cache,target=/go/pkg/mod go mod download
+RUN go mod download
 COPY . .
 ENV CGO_ENABLED=0
-RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    go build -trimpath -ldflags "-s -w" -o /out/backend ./backend && \
+RUN go build -trimpath -ldflags "-s -w" -o /out/backend ./backend && \
     go build -trimpath -ldflags "-s -w" -o /out/edge ./edge
 
 # busybox's musl build is statically linked; called as "wget" it is wget.
-FROM busybox:1.36-musl AS wget
+FROM busybox:1.36.1-musl AS wget
 
 FROM gcr.io/distroless/static-debian12:nonroot AS base
 COPY --from=wget /bin/busybox /usr/local/bin/wget

@@ -59,8 +59,8 @@ bench: services bench-edge bench-sale
 
 ## bench-edge: the edge's sold-out answer against a bare fasthttp server answering the same 409,
 ## same generator and settings, in one run (9 alternating rounds, medians), printing the ratio
-## and whether it is within 0.05 of the build before issue 12's limits (0.92 on 3 December 2026:
-## docs/BENCHMARKS.md);
+## and whether it is within 0.05 of the baseline, the ratio before the edge's connection and body
+## limits (0.92 on 3 December 2026: docs/BENCHMARKS.md);
 ## first the allocation benchmarks of the sold-out path (the handler 2 small allocs/op: bigcache
 ## copies key and record; the whole server the same 2); then a checkout path through the edge
 ## against the same checkout API asked directly (the pass-through's cost); last what TLS adds to
@@ -77,13 +77,11 @@ bench-edge:
 bench-sale: services
 	$(GO) run ./loadtest salebench -rounds 5 -uses 1000 -requests 50000 -rate 50000 -retry-share 0.1 -connections 256
 
-## rehearse: a small flash sale through `make run`'s edge (127.0.0.1:8081; admin on the backend,
-## 8080) on a new voucher, with its verdict and an HTML report in $TMPDIR (or /tmp); start
-## `make run` first
+## rehearse: a small flash sale through `make run`'s edge ($VG_EDGE_ADDR, 127.0.0.1:8081; admin on
+## its backend, $VG_BACKEND_ADDR, 127.0.0.1:8080) on a new voucher, with its verdict and an HTML
+## report in $TMPDIR (or /tmp); start `make run` first
 rehearse:
-	$(GO) run ./loadtest sale -target http://127.0.0.1:8081 -admin http://127.0.0.1:8080 -token $(VG_ADMIN_TOKEN) -create \
-		-code REHEARSE-$$(date +%s) -uses 1000 -rate 2000 -requests 10000 -progress \
-		-report $${TMPDIR:-/tmp}/vouchergate-rehearsal.html
+	@bash scripts/rehearse.sh
 
 ## help: list the targets and what each does
 help:

@@ -1,6 +1,6 @@
 // Package configs_test checks the operating files against the tools that read them:
-// docker-compose.yml with docker-compose, the Prometheus config and alerts with promtool, and
-// (metrics_test.go) the dashboard's and the alerts' metric names against what a real backend and
+// docker-compose.yml with docker-compose, the Prometheus config and alerts with promtool,
+// Alertmanager's with amtool, the dashboard's units (dashboard_test.go), and (metrics_test.go) the dashboard's and the alerts' metric names against what a real backend and
 // edge serve, scraped by a real Prometheus. A missing tool fails the test, naming its package.
 package configs_test
 
@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,6 +89,9 @@ func TestComposeConfigIsValid(t *testing.T) {
 // composeFile is the part of docker-compose.yml the checks below read.
 type composeFile struct {
 	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		Build       any               `yaml:"build"`
+		Volumes     []string          `yaml:"volumes"`
 		Command     any               `yaml:"command"`
 		Environment map[string]string `yaml:"environment"`
 		Ports       []string          `yaml:"ports"`
@@ -153,6 +157,60 @@ func asStrings(v any) []string {
 		return out
 	}
 	return nil
+}
+
+// Every service is health-checked, and every image it pulls is pinned to a release: a tag with
+// a version (x.y.z), not a rolling one like latest or 7-bookworm.
+func TestComposeServicesAreCheckedAndPinned(t *testing.T) {
+	for name, s := range readCompose(t).Services {
+		if s.Healthcheck == nil || len(s.Healthcheck.Test) == 0 {
+			t.Errorf("docker-compose.yml: %s has no healthcheck", name)
+		}
+		if s.Build == nil && !pinned.MatchString(s.Image) {
+			t.Errorf("docker-compose.yml: %s runs image %q; want one pinned to a release (name:x.y.z...)", name, s.Image)
+		}
+	}
+}
+
+// pinned is an image reference with a release tag: x.y.z, or PostgreSQL's x.y.
+var pinned = regexp.MustCompile(`^(postgres:[0-9]+\.[0-9]+|[a-z0-9./_-]+:v?[0-9]+\.[0-9]+\.[0-9]+)[a-z0-9.-]*(@sha256:[0-9a-f]{64})?$`)
+
+// Alertmanager's config is valid (amtool), compose runs it with that config, and Prometheus
+// sends its alerts to it, at the port compose gives it.
+func TestAlertmanagerReceivesPrometheusAlerts(t *testing.T) {
+	amtool := tool(t, "amtool", "prometheus-alertmanager")
+	runTool(t, filepath.Join(repoRoot, "configs", "alertmanager"), amtool, "check-config", "alertmanager.yml")
+	am, ok := readCompose(t).Services["alertmanager"]
+	if !ok {
+		t.Fatal("docker-compose.yml has no service alertmanager")
+	}
+	if !slices.ContainsFunc(am.Volumes, func(v string) bool { return strings.HasPrefix(v, "./configs/alertmanager:/etc/alertmanager") }) ||
+		!slices.Contains(asStrings(am.Command), "--config.file=/etc/alertmanager/alertmanager.yml") {
+		t.Errorf("docker-compose.yml: alertmanager mounts %v and runs %v; want configs/alertmanager/alertmanager.yml as its config", am.Volumes, am.Command)
+	}
+	raw, err := os.ReadFile(filepath.Join("prometheus", "prometheus.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		Alerting struct {
+			Alertmanagers []struct {
+				StaticConfigs []struct {
+					Targets []string `yaml:"targets"`
+				} `yaml:"static_configs"`
+			} `yaml:"alertmanagers"`
+		} `yaml:"alerting"`
+	}
+	if err := yaml.Unmarshal(raw, &conf); err != nil {
+		t.Fatalf("prometheus.yml: %v", err)
+	}
+	a := conf.Alerting.Alertmanagers
+	if len(a) != 1 || len(a[0].StaticConfigs) != 1 || !slices.Equal(a[0].StaticConfigs[0].Targets, []string{"alertmanager:9093"}) {
+		t.Errorf("prometheus.yml sends alerts to %+v; want alertmanager:9093, compose's alertmanager", a)
+	}
+	if !slices.Contains(am.Ports, "127.0.0.1:9093:9093") {
+		t.Errorf("docker-compose.yml publishes alertmanager on %v; want 127.0.0.1:9093:9093", am.Ports)
+	}
 }
 
 func TestPrometheusConfigAndAlerts(t *testing.T) {
@@ -238,6 +296,18 @@ func TestDockerfileTargets(t *testing.T) {
 	} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	// Debian's docker.io 20.10 under docker-compose 1.29 builds without BuildKit, which refuses
+	// these; and every base but distroless (no release tags) is pinned to a release
+	for i, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case strings.HasPrefix(line, "# syntax="), !strings.HasPrefix(line, "#") && strings.Contains(line, "--mount"):
+			t.Errorf("Dockerfile line %d needs BuildKit: %s", i+1, line)
+		case len(f) >= 2 && strings.EqualFold(f[0], "FROM") && !stages[f[1]] && !strings.Contains(f[1], "${") &&
+			!strings.HasPrefix(f[1], "gcr.io/distroless/") && !pinned.MatchString(f[1]):
+			t.Errorf("Dockerfile line %d: %s is not pinned to a release", i+1, f[1])
 		}
 	}
 	compose, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"vouchergate/backend/backendtest"
 	"vouchergate/testkit"
 )
@@ -79,6 +81,17 @@ func TestDashboardAndAlertsAgainstRunningProcesses(t *testing.T) {
 	}
 
 	t.Run("names", func(t *testing.T) {
+		// the dashboard's unit check (dashboard_test.go) reads a metric's type from its name
+		for _, m := range []testkit.Metrics{backendMetrics, edgeMetrics} {
+			for _, name := range usedNames(exprs) {
+				if f, ok := m[name]; ok {
+					counter := f.GetType() == dto.MetricType_COUNTER
+					if counter != strings.HasSuffix(name, "_total") {
+						t.Errorf("%s is a %s: its name and its type disagree (a counter's name, and only a counter's, ends in _total)", name, f.GetType())
+					}
+				}
+			}
+		}
 		for _, name := range usedNames(exprs) {
 			switch {
 			case served[name], slices.Contains(exporterMetrics, name):

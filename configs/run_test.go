@@ -48,6 +48,9 @@ func TestMakeRunScriptServesAndStopsOnCtrlC(t *testing.T) {
 	if exited(run) {
 		t.Fatalf("run.sh exited before serving: %v", run.err)
 	}
+	if log := readLog(t, logPath); !strings.Contains(log, "run: building bin/backend and bin/edge") {
+		t.Errorf("run.sh built without saying so first (a cold build takes minutes):\n%s", log)
+	}
 
 	// the README's first example, through the edge
 	var status int

@@ -65,7 +65,7 @@ func usage() {
        loadtest refusals [-rounds N -duration D -warmup D -conns N -backend PATH]
        loadtest sellout [-rounds N -uses N -conns N -tail D -limit D -baseline=BOOL -backend PATH]
        loadtest sale -code CODE [-target URL -admin URL -token T -create -uses N -per-customer K -rate R
-                     -duration D | -requests N -connections C -retry-share S ... -json FILE -report FILE.html]
+                     -duration D | -requests N -connections C -retry-share S ... -seed N -max-p99 D -json FILE -report FILE.html]
                      (loadtest sale -h lists every flag; exit 0: verdict passed, 1: failed, 2: could not run)
        loadtest salebench [-rounds N] [sale flags]  boots a backend and an edge, then runs the sale through the edge`)
 	os.Exit(2)

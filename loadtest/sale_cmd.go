@@ -43,7 +43,8 @@ func saleFlags(fs *flag.FlagSet) *sale.Settings {
 	fs.Float64Var(&s.ReleaseShare, "release-share", 0.1, "share of winners that release after the sale")
 	fs.BoolVar(&s.Tolerate503, "tolerate-503", false, "count 503 answers as allowed, not as errors")
 	fs.DurationVar(&s.Timeout, "timeout", 10*time.Second, "bound on one request")
-	fs.Uint64Var(&s.Seed, "seed", 0, "the traffic's random seed (0: from the clock)")
+	fs.Uint64Var(&s.Seed, "seed", 0, "the traffic's random seed: the same seed and flags send the same requests (0: one from the clock, printed in the summary)")
+	fs.DurationVar(&s.MaxP99, "max-p99", 0, "a latency goal the verdict holds: the reservations' p99 at most this, e.g. 100ms (0: none)")
 	return s
 }
 

@@ -14,22 +14,31 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+source scripts/addr.sh
+
 backend_addr=${VG_BACKEND_ADDR:-127.0.0.1:8080}
 edge_addr=${VG_EDGE_ADDR:-127.0.0.1:8081}
 ops_addr=${VG_EDGE_OPS_ADDR:-127.0.0.1:9081}
 backend_ops_addr=${VG_BACKEND_OPS_ADDR:-127.0.0.1:9080}
 export VG_EDGE_BACKENDS=${VG_EDGE_BACKENDS:-$backend_addr}
 
+# Every port must be free before anything is built or migrated: a process already answering on
+# the backend's port would pass for the backend (its /readyz), and the edge would be sent to it.
+for setting in "VG_BACKEND_ADDR=$backend_addr" "VG_BACKEND_OPS_ADDR=$backend_ops_addr" \
+  "VG_EDGE_ADDR=$edge_addr" "VG_EDGE_OPS_ADDR=$ops_addr"; do
+  addr=${setting#*=}
+  [ "$addr" = off ] && continue
+  if answers "$addr"; then
+    echo "run: $addr (${setting%%=*}) is already taken by another process; stop it, or move make run elsewhere with ${setting%%=*}=host:port" >&2
+    exit 1
+  fi
+done
+
 mkdir -p bin
+echo "run: building bin/backend and bin/edge (the first build downloads the modules and compiles everything: a few minutes)" >&2
 go build -trimpath -ldflags "-s -w" -o bin/backend ./backend
 go build -trimpath -ldflags "-s -w" -o bin/edge ./edge
-
-# dialable: host:port as a client reaches it (an empty or 0.0.0.0 host is this machine)
-dialable() {
-  local host=${1%:*} port=${1##*:}
-  case $host in "" | 0.0.0.0 | "[::]") host=127.0.0.1 ;; \[*\]) host=${host:1:-1} ;; esac
-  echo "$host/$port"
-}
+echo "run: starting the backend on http://$backend_addr (it migrates the database first)" >&2
 
 # ready: the backend's /readyz answers 200 (bash's /dev/tcp: no HTTP client needed)
 ready() {

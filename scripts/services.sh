@@ -4,9 +4,10 @@
 # .data/ (git-ignored). Without --install, a missing binary is named with the package to install.
 # With --install (CI: .ci/run), every binary the tests run is installed with apt-get first, also
 # for a server that already answers: the fault tests start servers of their own from them, and
-# configs/'s tests check the operating files with docker-compose and promtool and scrape a
-# backend, an edge and redis_exporter with a real prometheus. Without it, a missing one of those
-# is named with its package, but the servers still start: `make run` does not need them.
+# configs/'s tests check the operating files with docker-compose, promtool and amtool and scrape
+# a backend, an edge and redis_exporter with a real prometheus. Without it, each missing one of
+# those is named as optional with its package, and the servers start: `make run` does not need
+# them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="$PWD/.data"
@@ -87,11 +88,22 @@ start_nats() {
   wait_up 4222 nats
 }
 
-need_ops_tools() { # configs/'s tests: docker-compose config, promtool check, a real prometheus and redis_exporter
-  need docker-compose docker-compose
-  need prometheus prometheus
-  need promtool prometheus
-  need prometheus-redis-exporter prometheus-redis-exporter
+# configs/'s tests: docker-compose config, promtool and amtool checks, a real prometheus and
+# redis_exporter; binary:apt-package
+ops_tools=(docker-compose:docker-compose prometheus:prometheus promtool:prometheus
+  amtool:prometheus-alertmanager prometheus-redis-exporter:prometheus-redis-exporter)
+
+need_ops_tools() {
+  local t
+  for t in "${ops_tools[@]}"; do need "${t%%:*}" "${t#*:}"; done
+}
+
+name_missing_ops_tools() { # without --install: each one missing, named as optional
+  local t
+  for t in "${ops_tools[@]}"; do
+    command -v "${t%%:*}" >/dev/null 2>&1 ||
+      echo "services: optional: ${t%%:*} is not installed; only go test ./configs/ needs it, make run does not (apt-get install ${t#*:})" >&2
+  done
 }
 
 install_test_binaries() { # every server binary and client the tests run (testkit, faulttest)
@@ -111,7 +123,7 @@ install_test_binaries() { # every server binary and client the tests run (testki
 if [ "$install" = yes ]; then
   install_test_binaries
 else
-  (need_ops_tools) || true # need exits the subshell: named, not fatal
+  name_missing_ops_tools
 fi
 start_postgres
 start_redis

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -18,10 +19,18 @@ func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
 		respondError(ctx, fasthttp.StatusForbidden, wire.CodeForbidden, "the admin API is off: set VG_ADMIN_TOKEN")
 		return false
 	}
-	want := "Bearer " + s.opts.AdminToken
-	if subtle.ConstantTimeCompare(ctx.Request.Header.Peek("Authorization"), []byte(want)) != 1 {
+	sent := ctx.Request.Header.Peek("Authorization")
+	if subtle.ConstantTimeCompare(sent, []byte("Bearer "+s.opts.AdminToken)) != 1 {
+		// what was sent, never what the token is: a missing token, another scheme, a wrong one
+		msg := "the admin token is wrong: send the backend's VG_ADMIN_TOKEN as Authorization: Bearer <VG_ADMIN_TOKEN>"
+		switch {
+		case len(sent) == 0:
+			msg = "no admin token: send Authorization: Bearer <VG_ADMIN_TOKEN>"
+		case !bytes.HasPrefix(sent, []byte("Bearer ")):
+			msg = "the Authorization header is not a bearer token: send Authorization: Bearer <VG_ADMIN_TOKEN>"
+		}
 		ctx.Response.Header.Set("WWW-Authenticate", "Bearer")
-		respondError(ctx, fasthttp.StatusUnauthorized, wire.CodeUnauthorized, "send Authorization: Bearer <VG_ADMIN_TOKEN>")
+		respondError(ctx, fasthttp.StatusUnauthorized, wire.CodeUnauthorized, msg)
 		return false
 	}
 	return true

@@ -80,7 +80,9 @@ func refusalCode(err error) (string, bool) {
 }
 
 // respondOutcome answers a service error from outcomes, logging the 503s: at warning level
-// when a store was unavailable, as an error when the failure was unexpected.
+// when a store was unavailable, as an error when the failure was unexpected; one line a second
+// for each level and route's shape at most (failureKind), the next one counting those left out
+// (dropped=), as a store that is down fails every request alike.
 func (s *Server) respondOutcome(ctx *fasthttp.RequestCtx, err error) {
 	o, known := outcomeOf(err)
 	if o.status == fasthttp.StatusServiceUnavailable {
@@ -88,7 +90,13 @@ func (s *Server) respondOutcome(ctx *fasthttp.RequestCtx, err error) {
 		if !known {
 			level = slog.LevelError
 		}
-		s.log.Log(ctx, level, "request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+		if dropped, ok := s.failures.Admit(failureKind(level, ctx)); ok {
+			attrs := []any{"method", string(ctx.Method()), "path", string(ctx.Path()), "err", err}
+			if dropped > 0 {
+				attrs = append(attrs, "dropped", dropped)
+			}
+			s.log.Log(ctx, level, "request failed", attrs...)
+		}
 	}
 	var ex *quota.ExceededError
 	if errors.As(err, &ex) {

@@ -57,6 +57,9 @@ type Server struct {
 	// readDeduct reads a deduct body: readDeduct, or encoding/json where a benchmark compares.
 	readDeduct func([]byte, *wire.QuotaDeductRequest) error
 	draining   atomic.Bool // Drain was called
+	// failures lets respondOutcome's "request failed" through once a second per kind, with
+	// how many it left out: during an outage every request fails, and each line would be the same
+	failures *httplog.Sampler
 }
 
 // New returns a server for the services in opts.
@@ -74,7 +77,8 @@ func New(opts Options) *Server {
 		opts.Log = slog.Default()
 	}
 	s := &Server{vouchers: opts.Vouchers, quotas: opts.Quotas, opts: opts, log: opts.Log, readDeduct: readDeduct,
-		counts: newHTTPMetrics(opts.Registerer), refusals: newKeyRefusals(opts.Registerer)}
+		counts: newHTTPMetrics(opts.Registerer), refusals: newKeyRefusals(opts.Registerer),
+		failures: httplog.NewSampler(httplog.Every, nil)}
 	if opts.Metrics != nil {
 		s.metrics = metrics.Handler(opts.Metrics)
 	}

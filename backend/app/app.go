@@ -90,11 +90,12 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	}()
 
 	var err error
+	useRedisLog(a.log)                   // go-redis' own reports, through slog (logs.go)
 	a.Metrics = prometheus.NewRegistry() // what /metrics serves (observe.go, the services, the jobs)
 	if err := a.openKeys(); err != nil {
 		return nil, err
 	}
-	if a.Pool, err = store.OpenTraced(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns), newPostgresCalls(a.Metrics)); err != nil {
+	if a.Pool, err = store.OpenTraced(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns), newPostgresCalls(a.Metrics, a.log)); err != nil {
 		return nil, err
 	}
 	if err := store.Migrate(ctx, a.Pool); err != nil {

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -77,14 +78,15 @@ func (c redisCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	}
 }
 
-// postgresCalls is a pgx query tracer.
+// postgresCalls is a pgx query tracer; it logs failed connects too (logs.go).
 type postgresCalls struct {
+	connectLog
 	duration *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
 }
 
-func newPostgresCalls(reg prometheus.Registerer) *postgresCalls {
-	c := &postgresCalls{
+func newPostgresCalls(reg prometheus.Registerer, log *slog.Logger) *postgresCalls {
+	c := &postgresCalls{connectLog: newConnectLog(log),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "vouchergate_postgres_query_duration_seconds",
 			Help: "PostgreSQL statements' time, by kind (the SQL's first word).", Buckets: callBuckets},
 			[]string{"statement"}),

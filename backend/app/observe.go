@@ -14,8 +14,8 @@ import (
 
 // observe registers in a.Metrics what the backend shows beyond its services' own numbers (the
 // Go runtime and the process, the pools, the calls to Redis and PostgreSQL, whether each store
-// answers) and returns the probes of /readyz: PostgreSQL and Redis must answer; NATS is reported
-// only, as edges resync when it comes back.
+// answers) and returns the probes of /readyz: PostgreSQL must answer, Redis answer and take a
+// write (probe.go); NATS is reported only, as edges resync when it comes back.
 func (a *App) observe() []api.Probe {
 	reg := a.Metrics
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -45,7 +45,7 @@ func (a *App) observe() []api.Probe {
 
 	probes := []api.Probe{
 		{Name: "postgres", Required: true, Check: a.Pool.Ping},
-		{Name: "redis", Required: true, Check: func(ctx context.Context) error { return a.Redis.Ping(ctx).Err() }},
+		{Name: "redis", Required: true, Check: newRedisProbe(a.Redis, a.Config.RedisPrefix).check},
 		{Name: "nats", Check: func(context.Context) error {
 			if s := a.NATS.Status(); s != nats.CONNECTED {
 				return fmt.Errorf("nats is %s", s)

@@ -52,6 +52,11 @@ func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig
 		if err := s.Warm(ctx, code); err != nil {
 			return rep, err
 		}
+		// Redis had nothing to compare: the drift is of what was just loaded, not of the
+		// zero uses left a missing key reads as
+		if before, _, err = s.gate.Remaining(ctx, code); err != nil {
+			return rep, s.unavailable(err, "reconcile %s", code)
+		}
 	}
 	// Redis first, then the database: an order taken in between shows as a row Redis
 	// "lost", and putting it back is a no-op for an order Redis holds.

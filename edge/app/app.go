@@ -210,10 +210,8 @@ func (a *App) Serve(ln net.Listener) error {
 func (a *App) ServeOps(ln net.Listener) error { return a.ops.Serve(ln) }
 
 // ListenAndServe answers HTTP on the configured address, and the ops paths on the ops address
-// if one is set, until Close.
+// if one is set, until Close. It says "edge listening" only once both are bound.
 func (a *App) ListenAndServe() error {
-	a.log.Info("edge listening", "addr", a.Config.Addr, "tls", a.tls != nil, "ops", a.Config.OpsAddr, "backends", a.Config.Backends,
-		"upstream", a.Config.Upstream, "tokens", a.tokens != nil, "serviceKey", a.Config.APIKey != "")
 	errc := make(chan error, 2)
 	if a.Config.HasOps() {
 		ln, err := net.Listen("tcp", a.Config.OpsAddr)
@@ -226,6 +224,8 @@ func (a *App) ListenAndServe() error {
 	if err != nil {
 		return fmt.Errorf("VG_EDGE_ADDR=%s: %w", a.Config.Addr, err)
 	}
+	a.log.Info("edge listening", "addr", a.Config.Addr, "tls", a.tls != nil, "ops", a.Config.OpsAddr, "backends", a.Config.Backends,
+		"upstream", a.Config.Upstream, "tokens", a.tokens != nil, "serviceKey", a.Config.APIKey != "")
 	go func() { errc <- a.Serve(ln) }()
 	return <-errc
 }

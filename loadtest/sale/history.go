@@ -64,6 +64,7 @@ type History struct {
 	OrderPrefix string // orderId of order i: OrderPrefix + i
 	Rate        float64
 	Tolerate503 bool
+	Settings    Settings // what the run was asked, its seed resolved and its token left out
 	Started     time.Time
 	// GeneratorCPU is the CPU time this process used during the sale (user and system).
 	GeneratorCPU time.Duration

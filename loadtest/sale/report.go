@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,6 +20,9 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 	"deref":   func(p *float64) float64 { return *p },
 	"legendX": func(i int) int { return 70 + 150*i },
 	"row":     func(name string, p Percentiles) percentileRow { return percentileRow{name, p} },
+	"colour": func(answers map[string]int, k string) string {
+		return answerColours(slices.Collect(maps.Keys(answers)))[k]
+	},
 }).Parse(reportHTML))
 
 // percentileRow is one line of the report's latency table.
@@ -40,9 +44,11 @@ func WriteReport(w io.Writer, h *History, s Summary) error {
 		Bucket   string
 		Verdict  Verdict
 		Passed   bool
-		Settings string
+		Settings []setting
+		Replay   string
 	}{S: s, Started: h.Started.UTC().Format(time.RFC3339), Latency: tl.latencyChart(), Answers: tl.answersChart(),
-		Bucket: tl.width.String(), Verdict: s.Verdict, Passed: s.Verdict.Pass}
+		Bucket: tl.width.String(), Verdict: s.Verdict, Passed: s.Verdict.Pass, Settings: settingsRows(s.Settings),
+		Replay: s.Settings.Replay()}
 	if err := reportTemplate.Execute(w, data); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
@@ -117,7 +123,65 @@ type tick struct {
 	Label string
 }
 
+// palette colours the latency lines, which are ordered (p50 to max).
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf"}
+
+// answerShades colour the kinds of answer by what they mean, whatever kinds a run had: a grant
+// green, a sold-out refusal grey, the other refusals (409, 422) neutral blues and purples, a 503
+// red, another 5xx or a request that got no answer dark reds and oranges, a client error (4xx)
+// magenta. Kinds of one meaning take its shades in turn.
+var answerShades = []struct {
+	meaning func(kind string) bool
+	shades  []string
+}{
+	{func(k string) bool { return k == "201" || strings.HasPrefix(k, "200") }, []string{"#2ca02c", "#98df8a"}},
+	{func(k string) bool { return k == "409 OUT_OF_STOCK" }, []string{"#7f7f7f"}},
+	{func(k string) bool { return strings.HasPrefix(k, "409") || strings.HasPrefix(k, "422") },
+		[]string{"#1f77b4", "#9467bd", "#17becf", "#aec7e8", "#c5b0d5"}},
+	{func(k string) bool { return strings.HasPrefix(k, "503") }, []string{"#d62728", "#ff9896"}},
+	{func(k string) bool { return strings.HasPrefix(k, "5") }, []string{"#8c0a0a", "#b85450"}},
+	{func(k string) bool { return strings.HasPrefix(k, "failed: ") }, []string{"#ff7f0e", "#d9590b", "#ffbb78"}},
+	{func(k string) bool { return strings.HasPrefix(k, "4") }, []string{"#e377c2", "#c51b8a", "#f7b6d2"}},
+	{func(string) bool { return true }, []string{"#bcbd22", "#8c564b", "#c7c7c7"}}, // not sent, anything else
+}
+
+// answerColours gives each kind of answer its colour by meaning.
+func answerColours(kinds []string) map[string]string {
+	slices.Sort(kinds)
+	out := make(map[string]string, len(kinds))
+	used := make([]int, len(answerShades))
+	for _, k := range kinds {
+		for i, m := range answerShades {
+			if m.meaning(k) {
+				out[k] = m.shades[used[i]%len(m.shades)]
+				used[i]++
+				break
+			}
+		}
+	}
+	return out
+}
+
+// setting is one line of the report's table of settings.
+type setting struct{ Name, Value string }
+
+func settingsRows(p Parameters) []setting {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	count := p.Duration
+	if p.Requests > 0 {
+		count = strconv.Itoa(p.Requests) + " requests"
+	}
+	return []setting{
+		{"target", p.Target}, {"admin", p.Admin}, {"code", p.Code},
+		{"create", fmt.Sprintf("%v (uses %d, per customer %d, discount %d)", p.Create, p.Uses, p.PerCustomer, p.Discount)},
+		{"order amount", strconv.FormatInt(p.OrderAmount, 10)}, {"rate", f(p.Rate) + "/s"}, {"for", count},
+		{"connections", strconv.Itoa(p.Connections)}, {"customers", strconv.Itoa(p.Customers)},
+		{"retry share", f(p.RetryShare)}, {"second-order share", f(p.SecondOrderShare)},
+		{"confirm share", f(p.ConfirmShare)}, {"release share", f(p.ReleaseShare)},
+		{"503 tolerated", strconv.FormatBool(p.Tolerate503)}, {"timeout", p.Timeout}, {"latency goal (p99)", p.MaxP99},
+		{"seed", strconv.FormatUint(p.Seed, 10)}, {"orderId prefix", p.OrderPrefix},
+	}
+}
 
 func (t timeline) frame(title string) chart {
 	c := chart{Title: title, W: 960, H: 300, Left: 70, Top: 20, Right: 940, Bottom: 260}
@@ -184,12 +248,13 @@ func (t timeline) answersChart() chart {
 	for v := 0.0; v <= hi; v += step {
 		c.YTicks = append(c.YTicks, tick{At: y(v), Label: fmt.Sprintf("%.0f/s", v)})
 	}
-	for i, k := range slices.Sorted(maps.Keys(t.answers)) {
+	colours := answerColours(slices.Collect(maps.Keys(t.answers)))
+	for _, k := range slices.Sorted(maps.Keys(t.answers)) {
 		var xy []float64
 		for b, v := range t.answers[k] {
 			xy = append(xy, float64(b), v)
 		}
-		c.Lines = append(c.Lines, line{Name: k, Colour: palette[i%len(palette)], Points: t.points(c, xy, y)})
+		c.Lines = append(c.Lines, line{Name: k, Colour: colours[k], Points: t.points(c, xy, y)})
 	}
 	return c
 }

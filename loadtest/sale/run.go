@@ -2,7 +2,8 @@ package sale
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -103,7 +104,10 @@ func prepare(ctx context.Context, s Settings, progressTo io.Writer) (*rehearsal,
 			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 		}
 	}
-	r.h = &History{Target: s.Target, Code: s.Code, OrderPrefix: orderPrefix(), Rate: s.Rate, Tolerate503: s.Tolerate503}
+	recorded := s
+	recorded.Token, recorded.Seed = "", r.seed // a secret stays out of the summary; the seed in
+	r.h = &History{Target: s.Target, Code: s.Code, OrderPrefix: orderPrefix(r.seed, s.Code), Rate: s.Rate,
+		Tolerate503: s.Tolerate503, Settings: recorded}
 	if r.h.Before, err = r.admin.Voucher(ctx, s.Code); err != nil {
 		if s.Admin == s.Target {
 			err = fmt.Errorf("%w (the admin API is the target's; an edge does not serve it: give --admin a backend)", err)
@@ -188,11 +192,14 @@ func followUps(h *History) writer {
 	}
 }
 
-// orderPrefix is a run's own orderId prefix: orderIds are unique across vouchers.
-func orderPrefix() string {
-	b := make([]byte, 5)
-	_, _ = rand.Read(b)
-	return "s" + hex.EncodeToString(b) + "-"
+// orderPrefix is a run's orderId prefix, drawn from its seed and code. OrderIds are unique
+// across vouchers, so two sales of other codes never share one; a replay of a run (its seed and
+// code, on a stack that has not seen them) sends the very same orderIds.
+func orderPrefix(seed uint64, code string) string {
+	h := sha256.New()
+	_ = binary.Write(h, binary.BigEndian, seed)
+	h.Write([]byte(code))
+	return "s" + hex.EncodeToString(h.Sum(nil)[:5]) + "-"
 }
 
 // reachable asks host for /healthz; any HTTP answer will do.

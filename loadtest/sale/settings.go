@@ -38,7 +38,11 @@ type Settings struct {
 	Traffic
 	Tolerate503 bool          // count 503 answers as allowed, not as errors
 	Timeout     time.Duration // bound on one request, from its send
-	Seed        uint64        // the traffic's random seed; 0: from the clock
+	// Seed draws the traffic: the customers, orders and retries, what winners do after, and the
+	// orderIds (with the code). The same seed and settings send the same requests at the same
+	// times; 0: one from the clock, recorded in the summary.
+	Seed   uint64
+	MaxP99 time.Duration // the verdict's latency goal: the reservations' p99 at most this; 0: none
 }
 
 // Traffic is the mix of requests.
@@ -98,6 +102,8 @@ func (s Settings) Validate() error {
 		return bad("--timeout is %v; expected > 0", s.Timeout)
 	case s.OrderAmount < 0:
 		return bad("--order-amount is %d; expected ≥ 0", s.OrderAmount)
+	case s.MaxP99 < 0:
+		return bad("--max-p99 is %v; expected a duration ≥ 0 (0: no latency goal)", s.MaxP99)
 	}
 	for _, e := range []error{share("--retry-share", s.RetryShare), share("--second-order-share", s.SecondOrderShare),
 		share("--confirm-share", s.ConfirmShare), share("--release-share", s.ReleaseShare)} {

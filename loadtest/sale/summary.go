@@ -31,16 +31,29 @@ type Summary struct {
 	Latency        Percentiles    `json:"latencyMs"` // of every answered reservation, from its scheduled time
 	// Before and After split Latency at the sell-out, by when requests were due: the queue
 	// of the selling part against the sold-out answers (both zero if it did not sell out).
-	Before     Percentiles `json:"latencyBeforeSoldOutMs"`
-	After      Percentiles `json:"latencyAfterSoldOutMs"`
-	Granted    int         `json:"granted"`
-	SoldOutMs  *float64    `json:"soldOutMs"`         // when the last use left was granted; nil if it was not
-	FirstOOSMs *float64    `json:"firstOutOfStockMs"` // the first OUT_OF_STOCK answer
-	Requests   int         `json:"requests"`          // sent in every phase: reservations, confirms and releases, re-sends
-	Confirmed  int         `json:"confirmed"`
-	Released   int         `json:"released"`
-	Verdict    Verdict     `json:"verdict"`
+	Before  Percentiles `json:"latencyBeforeSoldOutMs"`
+	After   Percentiles `json:"latencyAfterSoldOutMs"`
+	Granted int         `json:"granted"`
+	// Repeated201 are the 201s beyond the first of each granted order: its retries, answered
+	// their 201 again. Answers["201"] is Granted plus these.
+	Repeated201 int      `json:"repeated201"`
+	SoldOutMs   *float64 `json:"soldOutMs"`         // when the last use left was granted; nil if it was not
+	FirstOOSMs  *float64 `json:"firstOutOfStockMs"` // the first OUT_OF_STOCK answer
+	Requests    int      `json:"requests"`          // sent in every phase: reservations, confirms and releases, re-sends
+	Confirmed   int      `json:"confirmed"`
+	Released    int      `json:"released"`
+	// GeneratorLate says the generator could not keep to its schedule (GeneratorLateness):
+	// latencies then include its own delay, and the target was offered less than the rate.
+	GeneratorLate bool       `json:"generatorLate"`
+	Warnings      []string   `json:"warnings,omitempty"`
+	Settings      Parameters `json:"settings"` // every setting, the seed included: Settings.Replay() runs it again
+	Verdict       Verdict    `json:"verdict"`
 }
+
+// GeneratorLateness is how late the generator may send and still be on schedule: its 99th
+// percentile request leaving at most this after its scheduled time, and sending at 90% of the
+// rate asked or more.
+const GeneratorLateness = 10 * time.Millisecond
 
 // Answered is the number of reservations that got an HTTP answer.
 func (s Summary) Answered() int {
@@ -83,7 +96,8 @@ func percentiles(lat []Outcome) Percentiles {
 
 // Summarize sums up h with its verdict v.
 func Summarize(h *History, v Verdict) Summary {
-	s := Summary{Target: h.Target, Code: h.Code, Rate: h.Rate, Offered: len(h.Plan), Answers: map[string]int{}, Verdict: v}
+	s := Summary{Target: h.Target, Code: h.Code, Rate: h.Rate, Offered: len(h.Plan), Answers: map[string]int{}, Verdict: v,
+		Settings: parametersOf(h)}
 	var lastSent, lastDone time.Duration
 	var late []time.Duration
 	var oos *time.Duration
@@ -114,6 +128,7 @@ func Summarize(h *History, v Verdict) Summary {
 	s.Latency = percentiles(h.Reservations)
 	grants := h.Grants()
 	s.Granted = len(grants)
+	s.Repeated201 = s.Answers["201"] - s.Granted
 	if at, ok := soldOut(h); ok {
 		v := ms(at)
 		s.SoldOutMs = &v
@@ -132,6 +147,12 @@ func Summarize(h *History, v Verdict) Summary {
 		s.FirstOOSMs = &v
 	}
 	s.Confirmed, s.Released = h.Settled()
+	if s.Sent > 0 && (s.SendLateP99Ms > ms(GeneratorLateness) || s.OfferedRate < 0.9*s.Rate) {
+		s.GeneratorLate = true
+		s.Warnings = append(s.Warnings, fmt.Sprintf("the generator ran late: it sent at %.0f/s of the %.0f/s asked, 1%% of requests more than %.2f ms after their scheduled time; "+
+			"the latencies include its own delay and the target was offered less than asked (give it more CPU, or ask a lower -rate)",
+			s.OfferedRate, s.Rate, s.SendLateP99Ms))
+	}
 	s.Requests = s.Sent
 	for _, st := range append(slices.Clone(h.FollowUps), h.Resends...) {
 		if st.State != NotSent {
@@ -165,12 +186,19 @@ func soldOut(h *History) (time.Duration, bool) {
 func (s Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "sale of %s at %s: %d reservations offered at %.0f/s, %d sent (at %.0f/s; 99%% left within %.2f ms of schedule), answered at %.0f/s; the generator took %.2f cores\n",
 		s.Code, s.Target, s.Offered, s.Rate, s.Sent, s.OfferedRate, s.SendLateP99Ms, s.AchievedRate, s.GeneratorCores)
+	for _, warning := range s.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", warning)
+	}
 	keys := slices.Sorted(maps.Keys(s.Answers))
 	var parts []string
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s: %d", k, s.Answers[k]))
 	}
 	fmt.Fprintf(w, "answers: %s\n", strings.Join(parts, ", "))
+	if s.Repeated201 > 0 {
+		fmt.Fprintf(w, "  201: %d is %d orders granted and %d retries of granted orders, answered their 201 again\n",
+			s.Answers["201"], s.Granted, s.Repeated201)
+	}
 	l := s.Latency
 	fmt.Fprintf(w, "latency from the scheduled send: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms\n",
 		l.P50, l.P90, l.P99, l.P999, l.Max)
@@ -178,13 +206,25 @@ func (s Summary) Print(w io.Writer) {
 		fmt.Fprintf(w, "  due before the sell-out: p50 %.2f ms, p99 %.2f ms, max %.2f ms; due after it: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
 			s.Before.P50, s.Before.P99, s.Before.Max, s.After.P50, s.After.P99, s.After.Max)
 	}
-	sold := "not sold out"
-	if s.SoldOutMs != nil {
-		sold = fmt.Sprintf("sold out at %.0f ms", *s.SoldOutMs)
-	}
-	if s.FirstOOSMs != nil {
-		sold += fmt.Sprintf(", first OUT_OF_STOCK at %.0f ms", *s.FirstOOSMs)
-	}
-	fmt.Fprintf(w, "%d granted, %s; after the sale %d confirmed, %d released\n", s.Granted, sold, s.Confirmed, s.Released)
+	fmt.Fprintf(w, "%d granted; %s; after the sale %d confirmed, %d released\n", s.Granted, s.sellOut(), s.Confirmed, s.Released)
+	fmt.Fprintf(w, "seed %d; the same traffic again: %s\n", s.Settings.Seed, s.Settings.Replay())
 	fmt.Fprintln(w, s.Verdict)
+}
+
+// sellOut tells when the voucher sold out and when the first OUT_OF_STOCK came, in the order
+// they happened. The first OUT_OF_STOCK may come first: once every use is taken at the gate,
+// new orders are refused at once, while the last winners' 201s wait for their rows.
+func (s Summary) sellOut() string {
+	switch {
+	case s.SoldOutMs == nil && s.FirstOOSMs == nil:
+		return "not sold out"
+	case s.SoldOutMs == nil:
+		return fmt.Sprintf("not sold out, though the first OUT_OF_STOCK came at %.0f ms", *s.FirstOOSMs)
+	case s.FirstOOSMs == nil:
+		return fmt.Sprintf("sold out at %.0f ms (the last use's 201)", *s.SoldOutMs)
+	case *s.FirstOOSMs < *s.SoldOutMs:
+		return fmt.Sprintf("first OUT_OF_STOCK at %.0f ms, sold out at %.0f ms (the last use's 201): every use was taken by the first, the last winners answered once their rows were written",
+			*s.FirstOOSMs, *s.SoldOutMs)
+	}
+	return fmt.Sprintf("sold out at %.0f ms (the last use's 201), first OUT_OF_STOCK at %.0f ms", *s.SoldOutMs, *s.FirstOOSMs)
 }

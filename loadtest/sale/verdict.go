@@ -33,9 +33,14 @@ const maxSamples = 5
 //     again (a released one: 409);
 //   - per-customer: no customer holds more than the voucher's per-customer limit;
 //   - answers: none but 201 and 409 to reservations, 200 to confirms and releases (and 503 when
-//     tolerated), and none lost.
+//     tolerated), and none lost;
+//   - latency, with a goal (Settings.MaxP99): the reservations' p99, from their scheduled send,
+//     at most the goal.
 func Judge(h *History) Verdict {
 	checks := []Check{supply(h), accounting(h), retries(h), regrants(h), perCustomer(h), answers(h)}
+	if h.Settings.MaxP99 > 0 {
+		checks = append(checks, latency(h))
+	}
 	v := Verdict{Pass: true, Checks: checks}
 	for _, c := range checks {
 		v.Pass = v.Pass && c.Pass
@@ -202,6 +207,13 @@ func answers(h *History) Check {
 	c.Pass = total == 0
 	c.Figures = fmt.Sprintf("%d errors in %d requests (allowed: %s)", total, len(h.Reservations)+len(h.FollowUps)+len(h.Resends), allowed)
 	return c
+}
+
+func latency(h *History) Check {
+	p := percentiles(h.Reservations)
+	goal := ms(h.Settings.MaxP99)
+	return Check{Name: "latency", Pass: p.P99 <= goal,
+		Figures: fmt.Sprintf("reservations' p99 %.2f ms from the scheduled send; goal at most %.2f ms (-max-p99)", p.P99, goal)}
 }
 
 func (c *Check) sample(s string) {

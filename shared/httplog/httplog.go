@@ -2,7 +2,8 @@
 // writes what fasthttp itself reports (a request it could not read, a connection it could not
 // serve) through slog, never with the request's bytes, and at most one line per interval for
 // each kind of report, with the count of those left out, so that a flood of malformed requests
-// cannot flood the log.
+// cannot flood the log. Its Sampler keeps other repeated lines to the same budget (the
+// backend's failed requests, its libraries' reports).
 //
 // fasthttp puts request bytes in its messages: without Server.SecureErrorLogMessage a read
 // error quotes the whole buffered request (its Authorization and Cookie headers too), and even
@@ -24,40 +25,26 @@ import (
 // Every is the interval the servers give each kind of report: one line a second at most.
 const Every = time.Second
 
-// maxKinds bounds the kinds a Logger keeps apart; fasthttp's formats are constants, so more
+// maxKinds bounds the kinds a Sampler keeps apart; fasthttp's formats are constants, so more
 // would mean a caller passing formats built at run time, which then share one budget.
 const maxKinds = 64
 
 // Logger is a fasthttp.Logger writing to a slog.Logger. It is safe for concurrent use.
 type Logger struct {
-	log   *slog.Logger
-	every time.Duration
-	clock clock.Clock
-
-	mu    sync.Mutex
-	kinds map[string]*kind // by format
-}
-
-// kind is the state of one format: when its last line was written and how many were left out
-// since.
-type kind struct {
-	last    time.Time
-	dropped int
+	log     *slog.Logger
+	sampler *Sampler // by format
 }
 
 // New returns a Logger writing to log at most one line per interval (every) for each kind of
 // report, telling time with c (nil: the wall clock).
 func New(log *slog.Logger, every time.Duration, c clock.Clock) *Logger {
-	if c == nil {
-		c = clock.System{}
-	}
-	return &Logger{log: log, every: every, clock: c, kinds: make(map[string]*kind)}
+	return &Logger{log: log, sampler: NewSampler(every, c)}
 }
 
 // Printf writes one warning for fasthttp's report, unless one of the same format was written
 // less than an interval ago; then it only counts it.
 func (l *Logger) Printf(format string, args ...any) {
-	dropped, ok := l.admit(format)
+	dropped, ok := l.sampler.Admit(format)
 	if !ok {
 		return
 	}
@@ -72,30 +59,58 @@ func (l *Logger) Printf(format string, args ...any) {
 	l.log.Warn(fmt.Sprintf(format, safe...), attrs...)
 }
 
-// admit reports whether a line of format may be written now, and how many of its kind were
-// left out since the last one written.
-func (l *Logger) admit(format string) (int, bool) {
-	now := l.clock.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	k := l.kinds[format]
+// Sampler lets at most one line per interval through for each kind of line, and counts those
+// it holds back, so that a line repeated thousands of times a second (a failure every request
+// meets) is written once a second with how many were left out. It is safe for concurrent use.
+type Sampler struct {
+	every time.Duration
+	clock clock.Clock
+
+	mu    sync.Mutex
+	kinds map[string]*kind
+}
+
+// kind is the state of one kind of line: when its last line was written and how many were
+// left out since.
+type kind struct {
+	last    time.Time
+	dropped int
+}
+
+// NewSampler returns a Sampler letting one line of each kind through per interval (every),
+// telling time with c (nil: the wall clock).
+func NewSampler(every time.Duration, c clock.Clock) *Sampler {
+	if c == nil {
+		c = clock.System{}
+	}
+	return &Sampler{every: every, clock: c, kinds: make(map[string]*kind)}
+}
+
+// Admit reports whether a line of kind may be written now and, when it may, how many lines of
+// its kind were left out since the last one written: the line's dropped=. Past maxKinds kinds,
+// new ones share one budget.
+func (s *Sampler) Admit(kindName string) (dropped int, ok bool) {
+	now := s.clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.kinds[kindName]
 	if k == nil {
-		if len(l.kinds) >= maxKinds {
-			format = "" // the shared budget of formats past the bound
-			k = l.kinds[format]
+		if len(s.kinds) >= maxKinds {
+			kindName = "" // the shared budget of kinds past the bound
+			k = s.kinds[kindName]
 		}
 		if k == nil {
 			k = &kind{}
-			l.kinds[format] = k
+			s.kinds[kindName] = k
 			k.last = now
 			return 0, true
 		}
 	}
-	if now.Sub(k.last) < l.every {
+	if now.Sub(k.last) < s.every {
 		k.dropped++
 		return 0, false
 	}
-	dropped := k.dropped
+	dropped = k.dropped
 	k.last, k.dropped = now, 0
 	return dropped, true
 }

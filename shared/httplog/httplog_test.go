@@ -138,3 +138,37 @@ func TestRealServerReadErrorsWithoutRequestBytes(t *testing.T) {
 		t.Errorf("the log does not say what went wrong:\n%s", got)
 	}
 }
+
+// A Sampler lets one line of each kind through per interval and counts the rest for the next;
+// kinds past its bound share one budget, so kinds made up at run time cannot grow it.
+func TestSamplerPerKindAndBounded(t *testing.T) {
+	clock := testkit.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := httplog.NewSampler(time.Second, clock)
+	admitted := 0
+	for i := range 1000 {
+		for _, k := range []string{"a", "b"} {
+			if _, ok := s.Admit(k); ok {
+				admitted++
+			}
+		}
+		if i%2 == 0 {
+			clock.Advance(time.Millisecond)
+		}
+	}
+	if admitted != 2 {
+		t.Fatalf("2000 lines of 2 kinds within a second: %d let through; want 2", admitted)
+	}
+	clock.Advance(time.Second)
+	if dropped, ok := s.Admit("a"); !ok || dropped != 999 {
+		t.Fatalf("a second later: %v, dropped %d; want let through with dropped=999", ok, dropped)
+	}
+	through := 0
+	for i := range 500 {
+		if _, ok := s.Admit(fmt.Sprintf("made-up-%d", i)); ok {
+			through++
+		}
+	}
+	if through > 64 {
+		t.Errorf("500 kinds made up within a second: %d lines let through; want at most the bound, 64", through)
+	}
+}

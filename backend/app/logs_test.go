@@ -1,0 +1,106 @@
+package app_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"vouchergate/backend/backendtest"
+	"vouchergate/testkit"
+)
+
+// A Redis outage under load fails every flash reservation alike: the backend command (with
+// VG_LOG_FORMAT=json) writes a bounded number of lines for it, "request failed" at most once a
+// second for its kind with how many it left out (dropped=), and every line is JSON, go-redis'
+// own reports included.
+func TestARedisOutageUnderLoadWritesFewLinesAllJSON(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	cfg := backendtest.Config(t)
+	cfg.RedisURL = srv.URL()
+	p := backendtest.StartProcess(t, cfg, "VG_LOG_FORMAT=json")
+	b := p.Client()
+	b.CreateVoucher(t, backendtest.Voucher{Code: "OUTAGE", Discount: 5, TotalLimit: 100000, FlashSale: true})
+	if st, body := b.Reserve(t, "OUTAGE", "c-first", "o-first", 100); st != 201 {
+		t.Fatalf("a reservation before the outage: %d %s", st, body)
+	}
+	logStart := len(p.Output())
+
+	srv.Stop()
+	const waves, perWave, workers = 3, 700, 32
+	statuses := map[int]int{}
+	var mu sync.Mutex
+	start := time.Now()
+	for w := range waves {
+		if w > 0 {
+			time.Sleep(1100 * time.Millisecond) // the next wave in another second: its first line counts the last's
+		}
+		var wg sync.WaitGroup
+		orders := make(chan int)
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range orders {
+					st, _ := b.Reserve(t, "OUTAGE", fmt.Sprintf("c-%d-%d", w, i), fmt.Sprintf("o-%d-%d", w, i), 100)
+					mu.Lock()
+					statuses[st]++
+					mu.Unlock()
+				}
+			}()
+		}
+		for i := range perWave {
+			orders <- i
+		}
+		close(orders)
+		wg.Wait()
+	}
+	elapsed := time.Since(start)
+	const n = waves * perWave
+	if statuses[503] != n {
+		t.Fatalf("%d reservations with Redis stopped: %v; want all 503", n, statuses)
+	}
+
+	logged := strings.TrimSpace(p.Output()[logStart:])
+	lines := strings.Split(logged, "\n")
+	failed, dropped, notJSON := 0, 0, 0
+	for _, line := range lines {
+		var rec struct {
+			Level   string `json:"level"`
+			Msg     string `json:"msg"`
+			Dropped int    `json:"dropped"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Level == "" || rec.Msg == "" {
+			if notJSON++; notJSON <= 3 {
+				t.Errorf("a line that is not a JSON log record (%v): %s", err, line)
+			}
+			continue
+		}
+		if rec.Msg == "request failed" {
+			failed++
+			dropped += rec.Dropped
+		}
+	}
+	if notJSON > 3 {
+		t.Errorf("... and %d more lines that are not JSON", notJSON-3)
+	}
+	// one kind of failure, and a few kinds of go-redis report, each once a second at most
+	seconds := int(elapsed/time.Second) + 1
+	if most := 8 * seconds; len(lines) > most || len(lines) > n/20 {
+		t.Errorf("%d requests failed in %v and the backend wrote %d lines; want at most %d:\n%s",
+			n, elapsed.Round(time.Millisecond), len(lines), min(most, n/20), tailOf(logged, 4<<10))
+	}
+	if failed < 2 || dropped < 1 || failed+dropped > n {
+		t.Errorf("%d \"request failed\" lines counting %d left out; want at least 2, the later ones counting those left out, %d in all at most:\n%s",
+			failed, dropped, n, tailOf(logged, 4<<10))
+	}
+}
+
+func tailOf(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
