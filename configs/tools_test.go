@@ -76,9 +76,10 @@ func TestMakeRehearseOnMovedPorts(t *testing.T) {
 	env := append(config.EnvironWithoutVG(), "VG_BACKEND_ADDR="+backend.Addr(), "VG_EDGE_ADDR="+edge.Addr(),
 		"VG_ADMIN_TOKEN="+backendtest.Token, "TMPDIR="+reports)
 	status, out := runBounded(t, buildBound, env, makeBin, "--no-print-directory", "rehearse")
-	// 0: the verdict passed; 1: it failed (a 503 on a busy machine fails it), but the sale ran
-	if status != 0 && status != 1 {
-		t.Fatalf("make rehearse on moved ports: exit %d; want the sale run (0 or 1):\n%s", status, tail(out, 8<<10))
+	// 0: the verdict passed; make's 2 with a failed verdict (a 503 on a busy machine fails it,
+	// and make answers any failed recipe with 2): the sale ran all the same
+	if status != 0 && !(status == 2 && strings.Contains(out, "verdict: FAIL")) {
+		t.Fatalf("make rehearse on moved ports: exit %d; want the sale run (0, or 2 with its verdict):\n%s", status, tail(out, 8<<10))
 	}
 	sold := regexp.MustCompile(`sale of REHEARSE-[0-9]+ at http://` + regexp.QuoteMeta(edge.Addr()) + `: 10000 reservations offered`)
 	if !sold.MatchString(out) || !strings.Contains(out, "1000 granted") {
