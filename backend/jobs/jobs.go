@@ -56,7 +56,7 @@ func New(vouchers *voucher.Service, set Settings, reg prometheus.Registerer, log
 		putBack: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_reconcile_put_back_total",
 			Help: "Active rows Redis had lost, put back by reconciliation."}),
 		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_redis_drift",
-			Help: "Redis's uses left minus what the database leaves (total_limit minus active rows), at the last reconciliation."}, []string{"code"}),
+			Help: "Redis's uses left minus what the database leaves (total_limit minus active rows and orders in flight), at the last reconciliation."}, []string{"code"}),
 		totalLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_voucher_total_limit",
 			Help: "A flash voucher's total_limit, at the last reconciliation."}, []string{"code"}),
 		warmed: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_warmups_total",

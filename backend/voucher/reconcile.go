@@ -17,7 +17,7 @@ type Reconciliation struct {
 	RemainingBefore int64    // Redis's uses left before
 	RemainingAfter  int64    // after
 	TotalLimit      int      // the voucher's total_limit
-	Expected        int64    // total_limit minus the active rows
+	Expected        int64    // total_limit minus the active rows and the orders in flight
 	Drift           int64    // RemainingBefore - Expected
 	Recounted       bool     // remaining or per-customer counts had to be rebuilt
 }
@@ -70,8 +70,6 @@ func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig
 	}
 	rep.RemainingBefore = before
 	rep.TotalLimit = v.TotalLimit
-	rep.Expected = int64(v.TotalLimit - len(active))
-	rep.Drift = before - rep.Expected
 
 	if err := s.putBackLost(ctx, code, active, holders, &rep); err != nil {
 		return rep, err
@@ -79,6 +77,10 @@ func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig
 	if err := s.releaseHanging(ctx, code, active, holders, rc.Grace, &rep); err != nil {
 		return rep, err
 	}
+	// An order in flight (taken in Redis, its row not written yet) is no drift: a busy sale
+	// always has some, and its write or its compensation settles it.
+	rep.Expected = int64(v.TotalLimit-len(active)) - int64(rep.InFlight)
+	rep.Drift = before - rep.Expected
 	if err := s.recount(ctx, v, &rep); err != nil {
 		return rep, err
 	}
