@@ -334,3 +334,36 @@ func TestCodesInAnyCaseOnEveryRoute(t *testing.T) {
 		b.CheckInvariants(t, "CASE-1", nil)
 	})
 }
+
+// An edit on one backend is what every backend's next reservation gets, at once: the other
+// backend's copy of the voucher is a moment old, and the path that takes the use (the flash
+// gate's definition, the normal path's lookup) names the revision it holds, so the reservation
+// is decided again with the edited voucher. A retry keeps what it was given.
+func TestAnEditReachesEveryBackendsNextReservation(t *testing.T) {
+	forBothPaths(t, func(t *testing.T, flash bool) {
+		cfg := backendtest.Config(t)
+		b1, b2 := backendtest.Start(t, cfg), backendtest.Start(t, cfg)
+		b1.CreateVoucher(t, backendtest.Voucher{Code: "EVERY", Discount: 10, TotalLimit: 50, PerUserLimit: 10, FlashSale: flash})
+		if a := reserve(t, b2, "EVERY", "c", "before", 1000); a.status != 201 || a.discount != 10 {
+			t.Fatalf("before the edit: %+v", a)
+		}
+		for i, change := range []struct {
+			body     map[string]any
+			discount int64
+		}{
+			{map[string]any{"discountAmount": 50}, 50},
+			{map[string]any{"discountPercent": 20, "maxDiscountAmount": 150}, 150},
+			{map[string]any{"maxDiscountAmount": nil}, 200},
+		} {
+			mustEdit(t, b1, "EVERY", change.body)
+			order := fmt.Sprintf("after-%d", i)
+			if a := reserve(t, b2, "EVERY", "c", order, 1000); a.status != 201 || a.discount != change.discount {
+				t.Errorf("the other backend's next reservation after %v: %+v; want %d off", change.body, a, change.discount)
+			}
+		}
+		if a := reserve(t, b2, "EVERY", "c", "before", 1000); a.discount != 10 {
+			t.Errorf("a retry of the order made before the edits: %+v; want its 10 off", a)
+		}
+		b1.CheckInvariants(t, "EVERY", []string{"before", "after-0", "after-1", "after-2"})
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"vouchergate/backend/backendtest"
+	"vouchergate/backend/voucher"
 	"vouchergate/shared/keys"
 	"vouchergate/shared/wire"
 )
@@ -215,4 +216,32 @@ func TestPerUserLimitLoweredUnderConcurrentReservations(t *testing.T) {
 		}
 		b.CheckInvariants(t, "PERC", granted)
 	})
+}
+
+// A flash voucher's limit is never lowered below the uses its gate holds, those of orders still
+// being written included (their rows not yet committed): the edit is refused 409
+// LIMIT_BELOW_USED and changes nothing, so remaining never goes below 0.
+func TestLowerCountsOrdersBeingWritten(t *testing.T) {
+	b := backendtest.Start(t, backendtest.Config(t))
+	b.CreateVoucher(t, backendtest.Voucher{Code: "INFLIGHT", Discount: 10, TotalLimit: 10, FlashSale: true})
+	v, err := b.App.Vouchers.Stats(context.Background(), "INFLIGHT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 { // winners whose writes have not committed yet
+		h := voucher.Holder{CustomerID: "w" + itoa(i), ReservedAt: time.Now(), Attempt: "inflight" + itoa(i)}
+		if res, err := b.App.Gate.Reserve(context.Background(), v.Voucher, "w-"+itoa(i), h); err != nil || res.Outcome != voucher.GateReserved {
+			t.Fatalf("take a use in flight: %+v %v", res, err)
+		}
+	}
+	if st, _, code := edit(t, b, "INFLIGHT", map[string]any{"totalLimit": 3}); st != 409 || code != wire.CodeLimitBelowUsed {
+		t.Errorf("lower below the uses being written: %d %s; want 409 %s", st, code, wire.CodeLimitBelowUsed)
+	}
+	g := readRedis(t, b, "INFLIGHT")
+	if g.Remaining != 5 || g.Definition["total"] != "10" || viewOf(t, b, "INFLIGHT").Revision != 1 {
+		t.Errorf("the refused edit changed something: redis %+v", g)
+	}
+	if v := mustEdit(t, b, "INFLIGHT", map[string]any{"totalLimit": 5}); v.RedisRemaining == nil || *v.RedisRemaining != 0 {
+		t.Errorf("lowered to the uses held: %+v; want 0 left", v)
+	}
 }
