@@ -235,6 +235,9 @@ func (s *Service) Delete(ctx context.Context, code string) error {
 		return s.unavailable(err, "delete %s", code)
 	}
 	s.vouchers.Delete(code)
+	// Its writer knows whether its writes go to a flash voucher; one made again under the code
+	// may be of the other kind. Writes still queued in it find no voucher.
+	s.writers.Delete(code)
 	if v.FlashSale && s.gate != nil {
 		// Nothing of it is held for good: it never had a redemption. A failure leaves keys that
 		// a voucher made again under the code drops when it is created (Create).
