@@ -5,8 +5,8 @@
 -- An order Redis holds for another customer (after a lost write, another customer's take of the
 -- same orderId) becomes the row's: that take can never be written, since an orderId has one
 -- redemption, and its attempt then finds nothing of its own to give back. remaining is unchanged.
--- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders, KEYS[4] version (as in reserve.lua); the
--- version is raised when the order is put back or changes hands
+-- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders, KEYS[4] version, KEYS[5] definition (unused;
+-- as in reserve.lua); the version is raised when the order is put back or changes hands
 -- ARGV[1] orderId
 -- ARGV[2] holder "reservedAtMillis:attempt:customerId"
 -- ARGV[3] customerId

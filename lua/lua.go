@@ -25,6 +25,8 @@ var (
 	recountSrc string
 	//go:embed peek.lua
 	peekSrc string
+	//go:embed configure.lua
+	configureSrc string
 )
 
 // Voucher gate scripts. redis.Script runs EVALSHA and falls back to EVAL once per server.
@@ -36,7 +38,9 @@ var (
 	Load    = redis.NewScript(versionSrc + loadSrc)
 	Hold    = redis.NewScript(versionSrc + holdSrc)
 	Recount = redis.NewScript(versionSrc + recountSrc)
-	State   = redis.NewScript(stateSrc)
+	// Configure gives the gate a voucher's definition (an edit, or a copy the gate missed).
+	Configure = redis.NewScript(versionSrc + configureSrc)
+	State     = redis.NewScript(stateSrc)
 	// Peek changes nothing: a dry run's read of what Reserve would decide on.
 	Peek = redis.NewScript(peekSrc)
 )

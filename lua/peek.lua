@@ -1,6 +1,7 @@
 -- peek.lua: read, changing nothing, what reserve.lua would decide on for an order, so a dry run
 -- (POST /vouchers/{code}/validate) answers as a reservation would without taking a use.
--- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders, KEYS[4] version (unused; as in reserve.lua)
+-- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders, KEYS[4] version and KEYS[5] definition
+-- (unused; as in reserve.lua)
 -- ARGV[1] customerId
 -- ARGV[2] orderId
 -- Returns {status, ...}, checked in reserve.lua's order:

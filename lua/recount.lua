@@ -1,8 +1,9 @@
 -- recount.lua: restore R1 from the orders hash: remaining = total_limit - HLEN(orders), and
 -- users recounted from the holders, in one atomic step.
--- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders, KEYS[4] version (as in reserve.lua); the
--- version is raised when remaining changes
--- ARGV[1] total_limit
+-- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders, KEYS[4] version, KEYS[5] definition (as in
+-- reserve.lua); the version is raised when remaining changes
+-- ARGV[1] total_limit, used only when the gate holds no definition: the definition's total
+-- counts, so a recount with an older copy of the voucher cannot undo an edit
 -- Returns {remaining before, remaining after, 1 if users changed else 0}, or {0, 0, -1} if
 -- the voucher is not loaded.
 local before = redis.call('GET', KEYS[1])
@@ -36,7 +37,8 @@ if changed == 1 then
     redis.call('HSET', KEYS[2], customer, count)
   end
 end
-local after = tonumber(ARGV[1]) - #holders
+local total = tonumber(redis.call('HGET', KEYS[5], 'total') or ARGV[1])
+local after = total - #holders
 redis.call('SET', KEYS[1], after)
 if after ~= tonumber(before) then
   bump_version()

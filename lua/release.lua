@@ -1,6 +1,7 @@
 -- release.lua: give back the use an order holds, once. Keeps remaining + HLEN(orders) constant.
--- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders, KEYS[4] version (as in reserve.lua; holder
--- "reservedAtMillis:attempt:customerId"); the version is raised when a use comes back
+-- KEYS[1] remaining, KEYS[2] users, KEYS[3] orders, KEYS[4] version, KEYS[5] definition (unused;
+-- as in reserve.lua, holder "reservedAtMillis:attempt:customerId"); the version is raised when a
+-- use comes back
 -- ARGV[1] orderId
 -- ARGV[2] expected holder, or "" for any: a compensation names the holder it wrote, so it never
 --         gives back a use that a later attempt took for the same order.

@@ -5,7 +5,7 @@
 -- over and loses recent writes, the version key included) the next change still gets a version
 -- above every one published before, since one voucher's scripts run far less often than once a
 -- microsecond. Only a Redis clock set back by more than the time since the lost writes breaks it.
--- KEYS[4] version (keys.Voucher.List's order: remaining, users, orders, version)
+-- KEYS[4] version (keys.Voucher.List's order: remaining, users, orders, version, definition)
 -- bump_version() returns the new version.
 local function bump_version()
   local t = redis.call('TIME')

@@ -43,9 +43,15 @@ func (s *Server) createVoucher(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	v := voucher.Voucher{
-		Code: spec.Code, DiscountAmount: *spec.DiscountAmount, MinOrderAmount: spec.MinOrderAmount,
+		Code: spec.Code, MaxDiscountAmount: spec.MaxDiscountAmount, MinOrderAmount: spec.MinOrderAmount,
 		TotalLimit: *spec.TotalLimit, PerUserLimit: *spec.PerUserLimit,
 		StartsAt: spec.startsAt, EndsAt: spec.endsAt, FlashSale: spec.FlashSale,
+		Paused: spec.Active != nil && !*spec.Active, HoldTTL: spec.holdTTL,
+	}
+	if spec.DiscountPercent != nil {
+		v.DiscountPercent = *spec.DiscountPercent
+	} else {
+		v.DiscountAmount = *spec.DiscountAmount
 	}
 	c, cancel := s.context()
 	defer cancel()
@@ -67,7 +73,7 @@ func (s *Server) getVoucher(ctx *fasthttp.RequestCtx, code string) {
 		s.respondOutcome(ctx, err)
 		return
 	}
-	respondJSON(ctx, fasthttp.StatusOK, voucherView(st))
+	respondJSON(ctx, fasthttp.StatusOK, voucherView(st, s.vouchers.HoldTTL()))
 }
 
 func (s *Server) warmVoucher(ctx *fasthttp.RequestCtx, code string) {
@@ -91,9 +97,9 @@ func (s *Server) expire(ctx *fasthttp.RequestCtx) {
 	respondJSON(ctx, fasthttp.StatusOK, map[string]int{"released": n})
 }
 
-// reconcile reconciles every flash voucher, or the one named by ?code=.
+// reconcile reconciles every flash voucher, or the one named by ?code= (in any case).
 func (s *Server) reconcile(ctx *fasthttp.RequestCtx) {
-	code := string(ctx.QueryArgs().Peek("code"))
+	code := wire.CanonicalCode(string(ctx.QueryArgs().Peek("code")))
 	if code != "" && !wire.ValidCode(code) {
 		respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "code must match ^[A-Z0-9_-]{1,32}$")
 		return
@@ -116,6 +122,7 @@ func (s *Server) reconcile(ctx *fasthttp.RequestCtx) {
 type voucherSpec struct {
 	wire.VoucherSpec
 	startsAt, endsAt time.Time
+	holdTTL          time.Duration // 0: VG_HOLD_TTL
 }
 
 // decodeVoucherSpec decodes and checks a voucher to create.
@@ -135,23 +142,25 @@ func decodeVoucherSpec(body []byte) (voucherSpec, error) {
 		one := 1
 		v.PerUserLimit = &one
 	}
+	if v.HoldTTL != nil {
+		if v.holdTTL, err = parseHoldTTL(*v.HoldTTL); err != nil {
+			return v, err
+		}
+	}
+	v.Code = wire.CanonicalCode(v.Code)
 	switch {
 	case !wire.ValidCode(v.Code):
-		return v, fmt.Errorf("code %q must match ^[A-Z0-9_-]{1,32}$", v.Code)
-	case v.DiscountAmount == nil:
-		return v, errors.New("discountAmount is required")
-	case *v.DiscountAmount < 0:
-		return v, errors.New("discountAmount must not be negative")
-	case v.MinOrderAmount < 0:
-		return v, errors.New("minOrderAmount must not be negative")
+		return v, fmt.Errorf("code %q must match ^[A-Za-z0-9_-]{1,32}$ (stored upper-cased)", clip(v.Code))
+	case v.DiscountAmount == nil && v.DiscountPercent == nil:
+		return v, errors.New("discountAmount or discountPercent is required")
+	case v.DiscountAmount != nil && v.DiscountPercent != nil:
+		return v, errors.New("discountAmount and discountPercent exclude each other: send one")
+	case v.MaxDiscountAmount != nil && v.DiscountPercent == nil:
+		return v, errors.New("maxDiscountAmount caps a percentage; it goes with discountPercent, not discountAmount")
 	case v.TotalLimit == nil:
 		return v, errors.New("totalLimit is required")
-	case *v.TotalLimit < 0 || *v.TotalLimit > wire.MaxTotalLimit:
-		return v, fmt.Errorf("totalLimit must be between 0 and %d", wire.MaxTotalLimit)
-	case *v.PerUserLimit < 1 || *v.PerUserLimit > wire.MaxPerUserLimit:
-		return v, fmt.Errorf("perUserLimit must be between 1 and %d", wire.MaxPerUserLimit)
 	case !v.endsAt.After(v.startsAt):
 		return v, errors.New("endsAt must be after startsAt")
 	}
-	return v, nil
+	return v, checkLimits(v.DiscountAmount, v.DiscountPercent, v.MaxDiscountAmount, &v.MinOrderAmount, v.TotalLimit, v.PerUserLimit)
 }

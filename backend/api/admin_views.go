@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -13,37 +14,29 @@ import (
 	"vouchergate/shared/wire"
 )
 
-// listVouchers answers GET /admin/vouchers?limit=N&after=CODE: wire.VoucherPage, vouchers
-// ordered by code, limit (1–500, default 50) to a page, after the code after. Each voucher is
-// what GET /admin/vouchers/{code} answers but without redisRemaining: one Redis call per voucher
-// is too much for a list (ask the voucher itself for it). A query parameter it does not take, or
-// one given twice, is a 400 like a bad value, so that a misspelt filter is never ignored.
+// listVouchers answers GET /admin/vouchers?limit=N&after=CODE&active=B&ended=B:
+// wire.VoucherPage, vouchers ordered by code, limit (1–500, default 50) to a page, after the code
+// after; active=true (false) keeps those active (paused), ended=true (false) those whose endsAt
+// has passed (not yet). Each voucher is what GET /admin/vouchers/{code} answers but without
+// redisRemaining: one Redis call per voucher is too much for a list (ask the voucher itself for
+// it). A query parameter it does not take, or one given twice, is a 400 like a bad value, so
+// that a misspelt filter is never ignored.
 func (s *Server) listVouchers(ctx *fasthttp.RequestCtx) {
-	q, err := readQuery(ctx.QueryArgs(), "limit", "after")
+	f, limit, err := voucherQuery(ctx.QueryArgs())
 	if err != nil {
 		badRequest(ctx, err)
-		return
-	}
-	limit, err := pageLimit(q)
-	if err != nil {
-		badRequest(ctx, err)
-		return
-	}
-	after, given := q["after"]
-	if given && !wire.ValidCode(after) {
-		badRequest(ctx, errors.New("after must be a voucher code (^[A-Z0-9_-]{1,32}$): the last code of the previous page"))
 		return
 	}
 	c, cancel := s.context()
 	defer cancel()
-	page, more, err := s.vouchers.VoucherPage(c, after, limit)
+	page, more, err := s.vouchers.VoucherPage(c, f, limit)
 	if err != nil {
 		s.respondOutcome(ctx, err)
 		return
 	}
 	out := wire.VoucherPage{Vouchers: make([]wire.VoucherView, len(page))}
 	for i, u := range page {
-		out.Vouchers[i] = voucherView(u)
+		out.Vouchers[i] = voucherView(u, s.vouchers.HoldTTL())
 	}
 	if more && len(page) > 0 {
 		out.Next = page[len(page)-1].Code
@@ -75,12 +68,45 @@ func (s *Server) listRedemptions(ctx *fasthttp.RequestCtx, code string) {
 		out.Redemptions[i] = wire.Redemption{OrderID: wire.ClientOrderID(r.OrderID), CustomerID: r.CustomerID,
 			ByShopper: wire.ClientOrderID(r.OrderID) != r.OrderID, Status: r.Status,
 			OrderAmount: r.OrderAmount, DiscountAmount: r.DiscountAmount, ReservedAt: r.ReservedAt,
-			HoldExpiresAt: r.HoldExpiresAt, ConfirmedAt: r.ConfirmedAt, ReleasedAt: r.ReleasedAt}
+			HoldExpiresAt: r.HoldExpiresAt, ConfirmedAt: r.ConfirmedAt, ReleasedAt: r.ReleasedAt, RefundedAt: r.RefundedAt}
 	}
 	if more && len(page) > 0 {
 		out.Next = strconv.FormatInt(page[len(page)-1].ID, 10)
 	}
 	respondJSON(ctx, fasthttp.StatusOK, &out)
+}
+
+// voucherQuery reads and checks the query of a vouchers list.
+func voucherQuery(args *fasthttp.Args) (voucher.VoucherFilter, int, error) {
+	var f voucher.VoucherFilter
+	q, err := readQuery(args, "limit", "after", "active", "ended")
+	if err != nil {
+		return f, 0, err
+	}
+	limit, err := pageLimit(q)
+	if err != nil {
+		return f, 0, err
+	}
+	if after, given := q["after"]; given {
+		if f.After = wire.CanonicalCode(after); !wire.ValidCode(f.After) {
+			return f, 0, errors.New("after must be a voucher code (^[A-Za-z0-9_-]{1,32}$): the last code of the previous page")
+		}
+	}
+	for _, b := range []struct {
+		name string
+		dst  **bool
+	}{{"active", &f.Active}, {"ended", &f.Ended}} {
+		v, given := q[b.name]
+		if !given {
+			continue
+		}
+		if v != "true" && v != "false" {
+			return f, 0, fmt.Errorf("%s %q must be true or false", b.name, clip(v))
+		}
+		on := v == "true"
+		*b.dst = &on
+	}
+	return f, limit, nil
 }
 
 // redemptionQuery reads and checks the query of a redemptions list.
@@ -101,10 +127,11 @@ func redemptionQuery(args *fasthttp.Args) (voucher.RedemptionFilter, int, error)
 	}
 	if status, given := q["status"]; given {
 		switch status {
-		case wire.StatusReserved, wire.StatusConfirmed, wire.StatusReleased:
+		case wire.StatusReserved, wire.StatusConfirmed, wire.StatusReleased, wire.StatusRefunded:
 			f.Status = status
 		default:
-			return f, 0, fmt.Errorf("status %q must be %s, %s or %s", clip(status), wire.StatusReserved, wire.StatusConfirmed, wire.StatusReleased)
+			return f, 0, fmt.Errorf("status %q must be %s, %s, %s or %s", clip(status),
+				wire.StatusReserved, wire.StatusConfirmed, wire.StatusReleased, wire.StatusRefunded)
 		}
 	}
 	if customer, given := q["customerId"]; given {
@@ -146,11 +173,17 @@ func pageLimit(q map[string]string) (int, error) {
 	return n, nil
 }
 
-// voucherView is the wire form of a voucher with its counts.
-func voucherView(u voucher.Usage) wire.VoucherView {
+// voucherView is the wire form of a voucher with its counts; holdTTL is the service's hold time,
+// shown for a voucher without its own.
+func voucherView(u voucher.Usage, holdTTL time.Duration) wire.VoucherView {
+	if u.HoldTTL > 0 {
+		holdTTL = u.HoldTTL
+	}
 	return wire.VoucherView{
-		Code: u.Code, DiscountAmount: u.DiscountAmount, MinOrderAmount: u.MinOrderAmount,
+		Code: u.Code, DiscountAmount: u.DiscountAmount, DiscountPercent: u.DiscountPercent,
+		MaxDiscountAmount: u.MaxDiscountAmount, MinOrderAmount: u.MinOrderAmount,
 		TotalLimit: u.TotalLimit, PerUserLimit: u.PerUserLimit, StartsAt: u.StartsAt, EndsAt: u.EndsAt,
-		FlashSale: u.FlashSale, UsedCount: u.UsedCount, Counts: u.ByStatus, RedisRemaining: u.RedisRemaining,
+		FlashSale: u.FlashSale, Active: !u.Paused, HoldTTL: holdTTL.String(), Revision: u.Revision,
+		UsedCount: u.UsedCount, Counts: u.ByStatus, RedisRemaining: u.RedisRemaining,
 	}
 }

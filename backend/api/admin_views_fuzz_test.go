@@ -43,7 +43,7 @@ func FuzzRedemptionQuery(f *testing.F) {
 				n, err := strconv.ParseInt(v, 10, 64)
 				ok = ok && err == nil && n >= 1
 			case "status":
-				ok = ok && (v == wire.StatusReserved || v == wire.StatusConfirmed || v == wire.StatusReleased)
+				ok = ok && (v == wire.StatusReserved || v == wire.StatusConfirmed || v == wire.StatusReleased || v == wire.StatusRefunded)
 			case "customerId":
 				ok = ok && wire.CheckID("customerId", v, wire.MaxCustomerLen) == nil
 			default:

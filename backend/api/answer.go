@@ -39,10 +39,15 @@ func respondJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 // respondError answers status with {"error": code, "message": message}; a 503 says when to
 // retry.
 func respondError(ctx *fasthttp.RequestCtx, status int, code, message string) {
+	respondErrorWhy(ctx, status, code, "", message)
+}
+
+// respondErrorWhy is respondError with the refusal's reason (NOT_ELIGIBLE's), "" for none.
+func respondErrorWhy(ctx *fasthttp.RequestCtx, status int, code, reason, message string) {
 	if status == fasthttp.StatusServiceUnavailable {
 		ctx.Response.Header.Set("Retry-After", "1")
 	}
-	b, _ := marshal(wire.Error{Error: code, Message: message})
+	b, _ := marshal(wire.Error{Error: code, Reason: reason, Message: message})
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(b)

@@ -61,7 +61,7 @@ func TestBadInput(t *testing.T) {
 		{"orderId with a slash", "POST", "/vouchers/BAD/reservations", `{"customerId":"a","orderId":"a/b","orderAmount":1}`, 400, wire.CodeBadRequest, "orderId"},
 		{"customerId with a control character", "POST", "/vouchers/BAD/reservations", `{"customerId":"a\u0000","orderId":"o","orderAmount":1}`, 400, wire.CodeBadRequest, "customerId"},
 		{"huge body", "POST", "/vouchers/BAD/reservations", `{"customerId":"` + strings.Repeat("a", 10000) + `"}`, 413, wire.CodePayloadTooLarge, "limit"},
-		{"lower-case code", "POST", "/vouchers/bad/reservations", `{"customerId":"a","orderId":"o","orderAmount":1}`, 400, wire.CodeBadRequest, "code"},
+		{"a code with a non-ASCII letter", "POST", "/vouchers/FLA%C5%BFH/reservations", `{"customerId":"a","orderId":"o","orderAmount":1}`, 400, wire.CodeBadRequest, "code"},
 		{"code too long", "POST", "/vouchers/" + strings.Repeat("A", 33) + "/reservations", `{}`, 400, wire.CodeBadRequest, "code"},
 		{"unknown voucher", "POST", "/vouchers/NOPE/reservations", `{"customerId":"a","orderId":"o","orderAmount":1}`, 404, wire.CodeVoucherNotFound, "not found"},
 		{"wrong method", "GET", "/vouchers/BAD/reservations", ``, 405, wire.CodeMethodNotAllowed, "POST"},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -201,12 +202,26 @@ func stdDecodeVoucherSpec(body []byte) (wire.VoucherSpec, error) {
 	if v.PerUserLimit != nil {
 		perUser = *v.PerUserLimit
 	}
+	var hold time.Duration
+	var err3 error
+	if v.HoldTTL != nil {
+		hold, err3 = time.ParseDuration(*v.HoldTTL)
+		if err3 == nil && (strings.TrimSpace(*v.HoldTTL) != *v.HoldTTL || hold < time.Second || hold > 24*time.Hour || hold%time.Millisecond != 0) {
+			err3 = errors.New("bad holdTtl")
+		}
+	}
 	switch {
-	case err1 != nil || err2 != nil:
+	case err1 != nil || err2 != nil || err3 != nil:
 		return v, errors.New("bad time")
-	case !regexp.MustCompile(`^[A-Z0-9_-]{1,32}$`).MatchString(v.Code):
+	case !regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`).MatchString(v.Code):
 		return v, errors.New("bad code")
-	case v.DiscountAmount == nil || *v.DiscountAmount < 0 || v.MinOrderAmount < 0:
+	case (v.DiscountAmount == nil) == (v.DiscountPercent == nil):
+		return v, errors.New("one discount")
+	case v.DiscountAmount != nil && (*v.DiscountAmount < 0 || v.MaxDiscountAmount != nil):
+		return v, errors.New("bad amount")
+	case v.DiscountPercent != nil && (*v.DiscountPercent < 1 || *v.DiscountPercent > 100):
+		return v, errors.New("bad percent")
+	case v.MaxDiscountAmount != nil && *v.MaxDiscountAmount < 0, v.MinOrderAmount < 0:
 		return v, errors.New("bad amount")
 	case v.TotalLimit == nil || *v.TotalLimit < 0 || *v.TotalLimit > wire.MaxTotalLimit:
 		return v, errors.New("bad totalLimit")
@@ -215,6 +230,7 @@ func stdDecodeVoucherSpec(body []byte) (wire.VoucherSpec, error) {
 	case !ends.After(starts):
 		return v, errors.New("ends before it starts")
 	}
+	v.Code = strings.ToUpper(v.Code) // ASCII only, as the pattern above holds
 	return v, nil
 }
 
@@ -229,6 +245,10 @@ func FuzzDecodeVoucherSpec(f *testing.F) {
 		`{"code":"A","discountAmount":1,"totalLimit":1,"startsAt":"2026-01-01T00:00:00Z","endsAt":"2027-01-01T00:00:00Z"}}`,
 		`{"code":"A","discountAmount":1.5,"totalLimit":1e1,"startsAt":"2026-01-01T00:00:00Z","endsAt":"2027-01-01T00:00:00Z"}`,
 		`{"CODE":"A","DiscountAmount":1,"totalLimit":1,"startsAt":"2026-01-01T00:00:00Z","endsAt":"2026-01-01T00:00:00Z"}`,
+		`{"code":"pct","discountPercent":15,"maxDiscountAmount":500,"totalLimit":1,"startsAt":"2026-01-01T00:00:00Z","endsAt":"2027-01-01T00:00:00Z","active":false,"holdTtl":"90s"}`,
+		`{"code":"A","discountPercent":15,"discountAmount":1,"totalLimit":1,"startsAt":"2026-01-01T00:00:00Z","endsAt":"2027-01-01T00:00:00Z"}`,
+		`{"code":"A","discountAmount":1,"maxDiscountAmount":1,"totalLimit":1,"startsAt":"2026-01-01T00:00:00Z","endsAt":"2027-01-01T00:00:00Z","holdTtl":"1ms"}`,
+		`{"code":"ſ","discountPercent":101,"totalLimit":1,"startsAt":"2026-01-01T00:00:00Z","endsAt":"2027-01-01T00:00:00Z"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -246,9 +266,11 @@ func FuzzDecodeVoucherSpec(f *testing.F) {
 			one := 1
 			want.PerUserLimit = &one
 		}
-		if got.Code != want.Code || *got.DiscountAmount != *want.DiscountAmount || got.MinOrderAmount != want.MinOrderAmount ||
-			*got.TotalLimit != *want.TotalLimit || *got.PerUserLimit != *want.PerUserLimit ||
-			got.StartsAt != want.StartsAt || got.EndsAt != want.EndsAt || got.FlashSale != want.FlashSale {
+		if got.Code != want.Code || !reflect.DeepEqual(got.DiscountAmount, want.DiscountAmount) ||
+			!reflect.DeepEqual(got.DiscountPercent, want.DiscountPercent) || !reflect.DeepEqual(got.MaxDiscountAmount, want.MaxDiscountAmount) ||
+			got.MinOrderAmount != want.MinOrderAmount || *got.TotalLimit != *want.TotalLimit || *got.PerUserLimit != *want.PerUserLimit ||
+			got.StartsAt != want.StartsAt || got.EndsAt != want.EndsAt || got.FlashSale != want.FlashSale ||
+			!reflect.DeepEqual(got.Active, want.Active) || !reflect.DeepEqual(got.HoldTTL, want.HoldTTL) {
 			t.Fatalf("%q: decodeVoucherSpec read %+v, encoding/json %+v", body, got, want)
 		}
 	})

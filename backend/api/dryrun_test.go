@@ -30,7 +30,7 @@ func validate(t *testing.T, b *backendtest.Backend, code, customer, order string
 	case v.Valid && v.DiscountAmount != nil && v.Error == "":
 		return answer{status: 201, discount: *v.DiscountAmount}
 	case !v.Valid && v.DiscountAmount == nil && v.Error == wire.CodeNotEligible:
-		return answer{status: 422, code: v.Error}
+		return answer{status: 422, code: v.Error, reason: v.Reason}
 	case !v.Valid && v.DiscountAmount == nil && v.Error != "":
 		return answer{status: 409, code: v.Error}
 	}
@@ -73,7 +73,7 @@ func TestValidateChangesNothingAndAgreesWithReserve(t *testing.T) {
 			{"a granted order again", "c1", "o1", 500, granted},
 			{"customer at the limit", "c1", "o2", 500, answer{status: 409, code: wire.CodeAlreadyUsed}},
 			{"order of another customer", "c2", "o1", 500, answer{status: 409, code: wire.CodeAlreadyUsed}},
-			{"below the minimum", "c3", "o3", 40, answer{status: 422, code: wire.CodeNotEligible}},
+			{"below the minimum", "c3", "o3", 40, answer{status: 422, code: wire.CodeNotEligible, reason: wire.ReasonOrderTooSmall}},
 			{"discount at most the amount", "c2", "o2", 60, answer{status: 201, discount: 60}},
 			{"sold out", "c3", "o3", 500, answer{status: 409, code: wire.CodeOutOfStock}},
 			{"unknown voucher", "c3", "o3", 500, answer{status: 404, code: wire.CodeVoucherNotFound}},

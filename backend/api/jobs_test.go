@@ -154,7 +154,7 @@ func TestReconcileRepairsRedis(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	v := voucher.Voucher{Code: "REC", TotalLimit: 10, PerUserLimit: 1}
+	v := voucher.Voucher{Code: "REC", TotalLimit: 10, PerUserLimit: 1, Revision: 1}
 	// a backend that died between Redis and PostgreSQL
 	if res, err := b.App.Gate.Reserve(ctx, v, "hanging", voucher.Holder{CustomerID: "ghost", ReservedAt: clock.Now(), Attempt: "x1"}); err != nil || res.Outcome != voucher.GateReserved {
 		t.Fatalf("take a hanging use: %+v %v", res, err)

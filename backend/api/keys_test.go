@@ -76,6 +76,7 @@ var routeRequests = map[api.Endpoint]keyed{
 		body: `{"customerId":"c1","orderId":"o-1","orderAmount":100}`},
 	{Method: "POST", Path: "/vouchers/{code}/reservations/{orderId}/confirm"}: {method: "POST", uri: "/vouchers/KEYS/reservations/o-1/confirm"},
 	{Method: "DELETE", Path: "/vouchers/{code}/reservations/{orderId}"}:       {method: "DELETE", uri: "/vouchers/KEYS/reservations/o-2"},
+	{Method: "POST", Path: "/vouchers/{code}/reservations/{orderId}/refund"}:  {method: "POST", uri: "/vouchers/KEYS/reservations/o-3/refund"},
 	{Method: "GET", Path: "/vouchers/{code}/state"}:                           {method: "GET", uri: "/vouchers/KEYS/state"},
 	{Method: "POST", Path: "/quotas/deduct"}: {method: "POST", uri: "/quotas/deduct",
 		body: `{"bizId":1,"idemKey":"k1","items":[{"identityType":"USER","identity":"u1","dimensions":["ITEM:1"]}]}`},

@@ -77,8 +77,9 @@ func TestReservationLifecycle(t *testing.T) {
 	})
 }
 
-// Eligibility is checked before a use is taken: before the start, after the end, below the
-// minimum amount.
+// Eligibility is checked before a use is taken, and a refusal says why: before the start
+// (NOT_STARTED), after the end (ENDED), below the minimum amount (ORDER_TOO_SMALL), paused
+// (PAUSED, whatever else is wrong); the dry run answers the same reason. Nothing is taken.
 func TestNotEligible(t *testing.T) {
 	forBothPaths(t, func(t *testing.T, flash bool) {
 		b := backendtest.Start(t, backendtest.Config(t))
@@ -88,12 +89,23 @@ func TestNotEligible(t *testing.T) {
 		b.CreateVoucher(t, backendtest.Voucher{Code: "OVER", Discount: 5, TotalLimit: 5, FlashSale: flash,
 			StartsAt: now.Add(-2 * time.Hour), EndsAt: now.Add(-time.Hour)})
 		b.CreateVoucher(t, backendtest.Voucher{Code: "MIN", Discount: 5, TotalLimit: 5, FlashSale: flash, MinOrderAmount: 100})
+		b.CreateVoucher(t, backendtest.Voucher{Code: "HALT", Discount: 5, TotalLimit: 5, FlashSale: flash, MinOrderAmount: 100,
+			StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour)})
+		mustEdit(t, b, "HALT", map[string]any{"active": false})
 		for _, c := range []struct {
 			code   string
 			amount int64
-		}{{"LATER", 500}, {"OVER", 500}, {"MIN", 99}} {
-			if a := reserve(t, b, c.code, "dan", "d-"+c.code, c.amount); a.status != 422 || a.code != wire.CodeNotEligible {
-				t.Errorf("%s amount %d: %+v; want 422 NOT_ELIGIBLE", c.code, c.amount, a)
+			reason string
+		}{
+			{"LATER", 500, wire.ReasonNotStarted}, {"OVER", 500, wire.ReasonEnded}, {"MIN", 99, wire.ReasonOrderTooSmall},
+			{"HALT", 99, wire.ReasonPaused},
+		} {
+			want := answer{status: 422, code: wire.CodeNotEligible, reason: c.reason}
+			if a := validate(t, b, c.code, "dan", "d-"+c.code, c.amount); a != want {
+				t.Errorf("validate %s amount %d: %+v; want %+v", c.code, c.amount, a, want)
+			}
+			if a := reserve(t, b, c.code, "dan", "d-"+c.code, c.amount); a != want {
+				t.Errorf("reserve %s amount %d: %+v; want %+v", c.code, c.amount, a, want)
 			}
 			b.CheckInvariants(t, c.code, nil)
 		}
@@ -102,6 +114,15 @@ func TestNotEligible(t *testing.T) {
 		}
 		if a := reserve(t, b, "MIN", "erin", "e-ok", 100); a.status != 201 {
 			t.Errorf("MIN for another customer: %+v", a)
+		}
+		// an edit moves the reasons: the period opened, the minimum lowered
+		mustEdit(t, b, "LATER", map[string]any{"startsAt": now.Add(-time.Minute)})
+		mustEdit(t, b, "MIN", map[string]any{"minOrderAmount": 50})
+		mustEdit(t, b, "OVER", map[string]any{"endsAt": now.Add(time.Hour)})
+		for _, code := range []string{"LATER", "MIN", "OVER"} {
+			if a := reserve(t, b, code, "fay", "f-"+code, 60); a.status != 201 {
+				t.Errorf("%s after its edit: %+v; want 201", code, a)
+			}
 		}
 	})
 }

@@ -114,7 +114,8 @@ var openAPIScenarios = []scenario{
 		body:   `{"customerId":42,"orderId":"order-5","orderAmount":500,"note":"` + strings.Repeat("x", 8192) + `"}`,
 		status: 413, code: "PAYLOAD_TOO_LARGE"},
 	{name: "reserve an unknown voucher", method: "POST", uri: "/vouchers/NOPE/reservations", example: "first", status: 404, code: "VOUCHER_NOT_FOUND", answer: "unknown"},
-	{name: "reserve with a malformed code", method: "POST", uri: "/vouchers/flash100/reservations", example: "first", invalid: true, status: 400, code: "BAD_REQUEST"},
+	{name: "reserve with a malformed code", method: "POST", uri: "/vouchers/FLASH%20100/reservations", example: "first", invalid: true, status: 400, code: "BAD_REQUEST"},
+	{name: "validate with the code in lower case", method: "POST", uri: "/vouchers/flash100/validate", example: "first", status: 200, answer: "valid"},
 
 	{name: "confirm", method: "POST", uri: "/vouchers/FLASH100/reservations/order-1/confirm", status: 200, answer: "confirmed"},
 	{name: "confirm again", method: "POST", uri: "/vouchers/FLASH100/reservations/order-1/confirm", status: 200, answer: "confirmed"},
@@ -176,6 +177,40 @@ var listViewScenarios = []scenario{
 	{name: "list redemptions of an unknown voucher", method: "GET", uri: "/admin/vouchers/NOPE/redemptions", status: 404, code: "VOUCHER_NOT_FOUND"},
 }
 
+// campaignScenarios run after listViewScenarios, whose story they go on with: FLASH100 (2 uses)
+// has order-1 CONFIRMED and order-2 RELEASED; WELCOME10 order-11 RESERVED.
+var campaignScenarios = []scenario{
+	{name: "raise a limit", method: "PATCH", uri: "/admin/vouchers/FLASH100", example: "raise", status: 200, answer: "raised"},
+	{name: "pause", method: "PATCH", uri: "/admin/vouchers/flash100", example: "pause", status: 200},
+	{name: "reserve a paused voucher", method: "POST", uri: "/vouchers/FLASH100/reservations", example: "whilePaused",
+		status: 422, code: "NOT_ELIGIBLE", answer: "paused"},
+	{name: "validate a paused voucher", method: "POST", uri: "/vouchers/FLASH100/validate", example: "whilePaused",
+		status: 200, code: "NOT_ELIGIBLE", answer: "paused"},
+	{name: "a granted order's retry while paused", method: "POST", uri: "/vouchers/FLASH100/reservations", example: "first", status: 201, answer: "first"},
+	{name: "paused vouchers", method: "GET", uri: "/admin/vouchers?active=false", status: 200},
+	{name: "resume", method: "PATCH", uri: "/admin/vouchers/FLASH100", example: "resume", status: 200},
+	{name: "lower a limit below the uses taken", method: "PATCH", uri: "/admin/vouchers/FLASH100", example: "belowUsed",
+		status: 409, code: "LIMIT_BELOW_USED", answer: "belowUsed"},
+	{name: "edit with a misspelt field", method: "PATCH", uri: "/admin/vouchers/FLASH100", body: `{"totalLimt":3}`,
+		invalid: true, status: 400, code: "BAD_REQUEST"},
+	{name: "edit an unknown voucher", method: "PATCH", uri: "/admin/vouchers/NOPE", example: "raise", status: 404, code: "VOUCHER_NOT_FOUND"},
+	{name: "a percentage instead", method: "PATCH", uri: "/admin/vouchers/WELCOME10", example: "percent", status: 200},
+	{name: "changes", method: "GET", uri: "/admin/vouchers/FLASH100/changes", status: 200, answer: "flash"},
+	{name: "changes of an unknown voucher", method: "GET", uri: "/admin/vouchers/NOPE/changes", status: 404, code: "VOUCHER_NOT_FOUND"},
+	{name: "refund", method: "POST", uri: "/vouchers/FLASH100/reservations/order-1/refund", status: 200, answer: "refunded"},
+	{name: "refund again", method: "POST", uri: "/vouchers/flash100/reservations/order-1/refund", status: 200, answer: "refunded"},
+	{name: "refund a reservation not confirmed", method: "POST", uri: "/vouchers/WELCOME10/reservations/order-11/refund",
+		status: 409, code: "RESERVATION_NOT_CONFIRMED", answer: "notConfirmed"},
+	{name: "refund a released reservation", method: "POST", uri: "/vouchers/FLASH100/reservations/order-2/refund",
+		status: 409, code: "RESERVATION_RELEASED", answer: "released"},
+	{name: "refund an unknown order", method: "POST", uri: "/vouchers/FLASH100/reservations/order-9/refund",
+		status: 404, code: "RESERVATION_NOT_FOUND", answer: "unknownOrder"},
+	{name: "delete a voucher in use", method: "DELETE", uri: "/admin/vouchers/FLASH100", status: 409, code: "VOUCHER_IN_USE", answer: "inUse"},
+	{name: "create a percentage voucher", method: "POST", uri: "/admin/vouchers", example: "spare", status: 201, answer: "spare"},
+	{name: "delete a voucher never redeemed", method: "DELETE", uri: "/admin/vouchers/SPARE-1", status: 204},
+	{name: "delete it again", method: "DELETE", uri: "/admin/vouchers/spare-1", status: 404, code: "VOUCHER_NOT_FOUND"},
+}
+
 // readerKey is the one service API key of keyScenarios' backend, of scope read only.
 var readerKey = backendtest.APIKey{Name: "reader", Secret: "reader-secret-0123456789abcdef", Scopes: []string{"read"}}
 
@@ -208,6 +243,9 @@ func TestOpenAPIExamplesAgainstBackend(t *testing.T) {
 	}
 	for _, sc := range listViewScenarios {
 		t.Run("list view/"+sc.name, func(t *testing.T) { r.run(t, sc) })
+	}
+	for _, sc := range campaignScenarios {
+		t.Run("campaign/"+sc.name, func(t *testing.T) { r.run(t, sc) })
 	}
 	ops := newOpenAPIRunner(t, doc, b.OpsURL, ran)
 	for _, sc := range opsScenarios {

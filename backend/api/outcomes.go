@@ -17,6 +17,7 @@ type outcome struct {
 	err     error
 	status  int
 	code    string
+	reason  string // why, for NOT_ELIGIBLE; empty: none
 	message string // what the client is told; empty: the error's own text
 }
 
@@ -25,6 +26,15 @@ type outcome struct {
 var outcomes = []outcome{
 	{err: voucher.ErrOutOfStock, status: fasthttp.StatusConflict, code: wire.CodeOutOfStock},
 	{err: voucher.ErrAlreadyUsed, status: fasthttp.StatusConflict, code: wire.CodeAlreadyUsed},
+	// each reason before the bare ErrNotEligible, which it is a case of
+	{err: voucher.ErrPaused, status: fasthttp.StatusUnprocessableEntity, code: wire.CodeNotEligible, reason: wire.ReasonPaused,
+		message: "the voucher is paused"},
+	{err: voucher.ErrNotStarted, status: fasthttp.StatusUnprocessableEntity, code: wire.CodeNotEligible, reason: wire.ReasonNotStarted,
+		message: "the voucher has not started"},
+	{err: voucher.ErrEnded, status: fasthttp.StatusUnprocessableEntity, code: wire.CodeNotEligible, reason: wire.ReasonEnded,
+		message: "the voucher has ended"},
+	{err: voucher.ErrOrderTooSmall, status: fasthttp.StatusUnprocessableEntity, code: wire.CodeNotEligible, reason: wire.ReasonOrderTooSmall,
+		message: "the order amount is below the voucher's minOrderAmount"},
 	{err: voucher.ErrNotEligible, status: fasthttp.StatusUnprocessableEntity, code: wire.CodeNotEligible},
 	{err: voucher.ErrVoucherNotFound, status: fasthttp.StatusNotFound, code: wire.CodeVoucherNotFound},
 	// one message for every missing order: a shopper's orders are stored in its scope, and
@@ -35,7 +45,15 @@ var outcomes = []outcome{
 		message: "several shoppers reserved this orderId; name the customer with ?customerId="},
 	{err: voucher.ErrReleased, status: fasthttp.StatusConflict, code: wire.CodeReservationReleased},
 	{err: voucher.ErrConfirmed, status: fasthttp.StatusConflict, code: wire.CodeReservationConfirmed},
+	{err: voucher.ErrRefunded, status: fasthttp.StatusConflict, code: wire.CodeReservationRefunded,
+		message: "the reservation was refunded; its use went back"},
+	{err: voucher.ErrNotConfirmed, status: fasthttp.StatusConflict, code: wire.CodeNotConfirmed,
+		message: "the reservation is not confirmed; release it instead"},
 	{err: voucher.ErrVoucherExists, status: fasthttp.StatusConflict, code: wire.CodeVoucherExists},
+	{err: voucher.ErrLimitBelowUsed, status: fasthttp.StatusConflict, code: wire.CodeLimitBelowUsed},
+	{err: voucher.ErrBadEdit, status: fasthttp.StatusBadRequest, code: wire.CodeBadRequest},
+	{err: voucher.ErrVoucherInUse, status: fasthttp.StatusConflict, code: wire.CodeVoucherInUse,
+		message: "the voucher has redemptions; end it with PATCH endsAt instead"},
 	{err: voucher.ErrUnavailable, status: fasthttp.StatusServiceUnavailable, code: wire.CodeUnavailable,
 		message: "a store did not answer in time; retry with the same orderId"},
 
@@ -72,11 +90,17 @@ func outcomeOf(err error) (outcome, bool) {
 // refusal (409 or 422) the real call would answer. Other errors (404, 503) are answered as
 // the real call's.
 func refusalCode(err error) (string, bool) {
+	code, _, ok := refusal(err)
+	return code, ok
+}
+
+// refusal is refusalCode with the refusal's reason (NOT_ELIGIBLE's; "" for none).
+func refusal(err error) (code, reason string, ok bool) {
 	o, known := outcomeOf(err)
 	if known && (o.status == fasthttp.StatusConflict || o.status == fasthttp.StatusUnprocessableEntity) {
-		return o.code, true
+		return o.code, o.reason, true
 	}
-	return "", false
+	return "", "", false
 }
 
 // respondOutcome answers a service error from outcomes, logging the 503s: at warning level
@@ -107,7 +131,7 @@ func (s *Server) respondOutcome(ctx *fasthttp.RequestCtx, err error) {
 	if msg == "" {
 		msg = err.Error()
 	}
-	respondError(ctx, o.status, o.code, msg)
+	respondErrorWhy(ctx, o.status, o.code, o.reason, msg)
 }
 
 // exceededWire is the 409 body of a full counter, with its code.

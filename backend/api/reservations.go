@@ -62,8 +62,8 @@ func (s *Server) validate(ctx *fasthttp.RequestCtx, p params) {
 		respondJSON(ctx, fasthttp.StatusOK, wire.ValidateResponse{Valid: true, DiscountAmount: &r.DiscountAmount})
 		return
 	}
-	if refused, ok := refusalCode(err); ok {
-		respondJSON(ctx, fasthttp.StatusOK, wire.ValidateResponse{Error: refused})
+	if refused, reason, ok := refusal(err); ok {
+		respondJSON(ctx, fasthttp.StatusOK, wire.ValidateResponse{Error: refused, Reason: reason})
 		return
 	}
 	s.respondOutcome(ctx, err)
@@ -77,8 +77,14 @@ func (s *Server) release(ctx *fasthttp.RequestCtx, p params) {
 	s.changeReservation(ctx, p, s.vouchers.Release)
 }
 
-// changeReservation confirms or releases (change) the order's reservation and answers its
-// status. A shopper's order is its own (subject.go); a service names a shopper's order by its
+// refund answers POST /vouchers/{code}/reservations/{orderId}/refund: a confirmed order's use
+// given back, 200 {orderId, status: REFUNDED} (again: the same).
+func (s *Server) refund(ctx *fasthttp.RequestCtx, p params) {
+	s.changeReservation(ctx, p, s.vouchers.Refund)
+}
+
+// changeReservation confirms, releases or refunds (change) the order's reservation and answers
+// its status. A shopper's order is its own (subject.go); a service names a shopper's order by its
 // orderId, and by ?customerId= when several shoppers reserved that orderId.
 func (s *Server) changeReservation(ctx *fasthttp.RequestCtx, p params,
 	change func(ctx context.Context, code, orderID string) (voucher.Redemption, error)) {

@@ -17,6 +17,7 @@ import (
 type answer struct {
 	status   int
 	code     string // error code, for a 4xx/5xx
+	reason   string // NOT_ELIGIBLE's reason
 	discount int64  // for a 201
 }
 
@@ -51,7 +52,7 @@ func decodeAnswer(t *testing.T, status int, body []byte, order string) answer {
 	if err := json.Unmarshal(body, &e); err != nil || e.Error == "" {
 		t.Errorf("status %d with body %q: not a JSON error", status, body)
 	}
-	a.code = e.Error
+	a.code, a.reason = e.Error, e.Reason
 	return a
 }
 

@@ -33,7 +33,7 @@ type endpoint struct {
 // params are the path's parameters: {code}, {orderId}, {id}; and the shopper the request acts
 // for, when a trusted edge names one (subject.go).
 type params struct {
-	code    string // a valid voucher code: the route checked it
+	code    string // a valid voucher code, upper-cased (codes are case-insensitive): serve checked it
 	order   string
 	id      []byte
 	shopper *wire.Shopper // nil when none
@@ -62,6 +62,8 @@ var endpoints = routeTable([]endpoint{
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.confirm(ctx, p) }},
 	{Endpoint: Endpoint{"DELETE", "/vouchers/{code}/reservations/{orderId}"}, name: "release", on: vouchersOn, scopes: apikeys.Reserve,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.release(ctx, p) }},
+	{Endpoint: Endpoint{"POST", "/vouchers/{code}/reservations/{orderId}/refund"}, name: "refund", on: vouchersOn, scopes: apikeys.Reserve,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.refund(ctx, p) }},
 	{Endpoint: Endpoint{"GET", "/vouchers/{code}/state"}, name: "state", on: vouchersOn, scopes: apikeys.Read,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.state(ctx, p.code) }},
 
@@ -80,6 +82,12 @@ var endpoints = routeTable([]endpoint{
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.listVouchers(ctx) }},
 	{Endpoint: Endpoint{"GET", "/admin/vouchers/{code}"}, name: "admin_voucher", on: vouchersOn,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.getVoucher(ctx, p.code) }},
+	{Endpoint: Endpoint{"PATCH", "/admin/vouchers/{code}"}, name: "admin_edit_voucher", on: vouchersOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.editVoucher(ctx, p.code) }},
+	{Endpoint: Endpoint{"DELETE", "/admin/vouchers/{code}"}, name: "admin_delete_voucher", on: vouchersOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.deleteVoucher(ctx, p.code) }},
+	{Endpoint: Endpoint{"GET", "/admin/vouchers/{code}/changes"}, name: "admin_voucher_changes", on: vouchersOn,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.listChanges(ctx, p.code) }},
 	{Endpoint: Endpoint{"GET", "/admin/vouchers/{code}/redemptions"}, name: "admin_redemptions", on: vouchersOn,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.listRedemptions(ctx, p.code) }},
 	{Endpoint: Endpoint{"POST", "/admin/vouchers/{code}/warmup"}, name: "admin_warmup", on: vouchersOn,

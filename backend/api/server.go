@@ -139,6 +139,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) string {
 		return "admin_unauthorized"
 	}
 	e, allowed, p := s.route(ctx.Method(), seg)
+	p.code = wire.CanonicalCode(p.code) // "flash100" names FLASH100 on every route
 	switch {
 	case e == nil && len(allowed) == 0:
 		notFound(ctx)
@@ -152,7 +153,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) string {
 		// HTTPServer refuses these before they get here; a caller of Handle may not
 		s.tooLarge(ctx)
 	case e.hasCode && !wire.ValidCode(p.code):
-		respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "voucher code must match ^[A-Z0-9_-]{1,32}$")
+		respondError(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "voucher code must match ^[A-Za-z0-9_-]{1,32}$")
 	default:
 		e.handle(s, ctx, p)
 	}

@@ -17,6 +17,9 @@ type Gate struct {
 	Remaining int64             // uses left
 	Orders    map[string]string // orderId -> "reservedAtMillis:attempt:customerId"
 	Users     map[string]string // customerId -> uses held
+	// Definition is what the gate enforces of the voucher's definition: rev, total, perUser,
+	// paused ("1" or "0"); empty when it holds none.
+	Definition map[string]string
 }
 
 // ReadGate reads code's keys under prefix in one MULTI, so the three agree with each other
@@ -27,11 +30,12 @@ func ReadGate(t testing.TB, rdb redis.UniversalClient, prefix, code string) Gate
 	defer cancel()
 	k := keys.ForVoucher(prefix, code)
 	var remaining *redis.StringCmd
-	var orders, users *redis.MapStringStringCmd
+	var orders, users, definition *redis.MapStringStringCmd
 	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		remaining = p.Get(ctx, k.Remaining)
 		orders = p.HGetAll(ctx, k.Orders)
 		users = p.HGetAll(ctx, k.Users)
+		definition = p.HGetAll(ctx, k.Definition)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -45,6 +49,6 @@ func ReadGate(t testing.TB, rdb redis.UniversalClient, prefix, code string) Gate
 	default:
 		g.Loaded, g.Remaining = true, n
 	}
-	g.Orders, g.Users = orders.Val(), users.Val()
+	g.Orders, g.Users, g.Definition = orders.Val(), users.Val(), definition.Val()
 	return g
 }

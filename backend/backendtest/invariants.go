@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,14 +29,17 @@ func (b *Backend) CheckInvariants(t testing.TB, code string, granted []string) {
 		t.Errorf("D1 %s: used_count %d, active redemptions %d, total_limit %d", code, used, active, total)
 	}
 
+	// A redemption keeps the per_user_limit it was written under, and a write is refused when
+	// the customer already holds that many: so a customer holds no more than the highest limit
+	// of their active rows (the voucher's, unless an edit lowered it since; they keep those).
 	var over int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT customer_id FROM redemptions
 		WHERE voucher_code = $1 AND status IN ('RESERVED', 'CONFIRMED')
-		GROUP BY customer_id HAVING count(*) > $2) x`, code, perUser).Scan(&over); err != nil {
+		GROUP BY customer_id HAVING count(*) > max(per_user_limit)) x`, code).Scan(&over); err != nil {
 		t.Fatalf("invariants %s: count customers: %v", code, err)
 	}
 	if over != 0 {
-		t.Errorf("D2 %s: %d customers above per_user_limit %d", code, over, perUser)
+		t.Errorf("D2 %s: %d customers above the per_user_limit their redemptions were written under (now %d)", code, over, perUser)
 	}
 
 	var rows, orders int
@@ -71,9 +75,20 @@ func (b *Backend) CheckRedis(t testing.TB, code string) {
 		t.Fatalf("R1 %s: the voucher is not loaded in redis", code)
 	}
 	remaining, holders, users := int(g.Remaining), g.Orders, g.Users
-	var total int
-	if err := b.App.Pool.QueryRow(ctx, `SELECT total_limit FROM vouchers WHERE code = $1`, code).Scan(&total); err != nil {
+	var total, perUser int
+	var rev int64
+	var active bool
+	if err := b.App.Pool.QueryRow(ctx, `SELECT total_limit, per_user_limit, revision, active FROM vouchers WHERE code = $1`,
+		code).Scan(&total, &perUser, &rev, &active); err != nil {
 		t.Fatalf("R1 %s: %v", code, err)
+	}
+	paused := "0"
+	if !active {
+		paused = "1"
+	}
+	want := map[string]string{"rev": strconv.FormatInt(rev, 10), "total": strconv.Itoa(total), "perUser": strconv.Itoa(perUser), "paused": paused}
+	if !maps.Equal(g.Definition, want) {
+		t.Errorf("redis %s holds the definition %v; the database %v", code, g.Definition, want)
 	}
 	if remaining+len(holders) != total || remaining < 0 {
 		t.Errorf("R1 %s: remaining %d + orders %d != total_limit %d", code, remaining, len(holders), total)

@@ -50,7 +50,7 @@ func parseHolder(s string) (voucher.Holder, error) {
 // Reserve runs reserve.lua.
 func (g *Gate) Reserve(ctx context.Context, v voucher.Voucher, orderID string, h voucher.Holder) (voucher.GateResult, error) {
 	res, err := g.reserves.run(ctx, g.keys(v.Code).List(),
-		h.CustomerID, v.PerUserLimit, orderID, formatHolder(h)).Slice()
+		h.CustomerID, v.PerUserLimit, orderID, formatHolder(h), v.Revision).Slice()
 	if err != nil {
 		return voucher.GateResult{}, fmt.Errorf("gate reserve %s: %w", v.Code, err)
 	}
@@ -70,6 +70,11 @@ func (g *Gate) Reserve(ctx context.Context, v voucher.Voucher, orderID string, h
 		if r.Holder, err = parseHolder(s); err != nil {
 			return voucher.GateResult{}, fmt.Errorf("gate reserve %s: order %s: %w", v.Code, orderID, err)
 		}
+	case voucher.GateStale:
+		s, _ := detail.(string)
+		if r.Revision, err = strconv.ParseInt(s, 10, 64); err != nil {
+			return voucher.GateResult{}, fmt.Errorf("gate reserve %s: revision held %q: %w", v.Code, s, err)
+		}
 	}
 	return r, nil
 }
@@ -77,7 +82,33 @@ func (g *Gate) Reserve(ctx context.Context, v voucher.Voucher, orderID string, h
 // reserveOutcomes are reserve.lua's return codes (see its header).
 var reserveOutcomes = map[int64]voucher.GateOutcome{
 	1: voucher.GateReserved, 0: voucher.GateHeld, -1: voucher.GateOutOfStock, -2: voucher.GateAtLimit,
-	-3: voucher.GateNotLoaded,
+	-3: voucher.GateNotLoaded, -4: voucher.GateStale, -5: voucher.GatePaused,
+}
+
+// Configure runs configure.lua.
+func (g *Gate) Configure(ctx context.Context, v voucher.Voucher, mode voucher.ConfigureMode) (voucher.Configured, error) {
+	when, checked := "newer", "0"
+	if mode&voucher.ConfigureForce != 0 {
+		when = "force"
+	}
+	if mode&voucher.ConfigureChecked != 0 {
+		checked = "1"
+	}
+	res, err := lua.Configure.Run(ctx, g.rdb, g.keys(v.Code).List(),
+		v.Revision, v.TotalLimit, v.PerUserLimit, pausedArg(v), when, checked).Int64Slice()
+	if err != nil || len(res) != 5 {
+		return voucher.Configured{}, fmt.Errorf("gate configure %s: replied %v: %w", v.Code, res, err)
+	}
+	return voucher.Configured{Applied: res[0] == 1, Refused: res[0] == -2, Loaded: res[4] == 1,
+		Remaining: res[1], Held: res[2], HeldRevision: res[3]}, nil
+}
+
+// pausedArg is how the scripts take a voucher's pause.
+func pausedArg(v voucher.Voucher) string {
+	if v.Paused {
+		return "1"
+	}
+	return "0"
 }
 
 // Release runs release.lua.
@@ -101,8 +132,8 @@ func (g *Gate) Release(ctx context.Context, code, orderID string, expect *vouche
 
 // Load runs load.lua with the voucher's active redemptions.
 func (g *Gate) Load(ctx context.Context, v voucher.Voucher, active []voucher.Redemption) (int64, error) {
-	args := make([]any, 0, 1+3*len(active))
-	args = append(args, v.TotalLimit)
+	args := make([]any, 0, 4+3*len(active))
+	args = append(args, v.TotalLimit, v.Revision, v.PerUserLimit, pausedArg(v))
 	for _, r := range active {
 		args = append(args, r.OrderID, formatHolder(voucher.Holder{CustomerID: r.CustomerID, ReservedAt: r.ReservedAt, Attempt: voucher.LoadedAttempt}), r.CustomerID)
 	}
@@ -238,20 +269,23 @@ func (g *Gate) Snapshot(ctx context.Context, code string) (notify.Snapshot, erro
 	return snap, nil
 }
 
-// parseSnapshot reads state.lua's {loaded, remaining, version, orderIds} reply.
+// parseSnapshot reads state.lua's {loaded, remaining, version, orderIds, paused} reply.
 func parseSnapshot(res []any) (notify.Snapshot, error) {
-	if len(res) != 4 {
-		return notify.Snapshot{}, fmt.Errorf("script replied %v; expected {loaded, remaining, version, orderIds}", res)
+	const want = "expected {loaded, remaining, version, orderIds, paused}"
+	if len(res) != 5 {
+		return notify.Snapshot{}, fmt.Errorf("script replied %v; %s", res, want)
 	}
 	loaded, ok1 := res[0].(int64)
 	remaining, ok2 := res[1].(int64)
 	vs, ok3 := res[2].(string)
 	ids, ok4 := res[3].([]any)
+	paused, ok5 := res[4].(int64)
 	version, err := strconv.ParseUint(vs, 10, 64)
-	if !ok1 || !ok2 || !ok3 || !ok4 || err != nil {
-		return notify.Snapshot{}, fmt.Errorf("script replied %v; expected {loaded, remaining, version, orderIds}", res)
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || err != nil {
+		return notify.Snapshot{}, fmt.Errorf("script replied %v; %s", res, want)
 	}
-	snap := notify.Snapshot{Loaded: loaded == 1, Remaining: remaining, Version: version, Orders: make([]string, len(ids))}
+	snap := notify.Snapshot{Loaded: loaded == 1, Remaining: remaining, Version: version, Paused: paused == 1,
+		Orders: make([]string, len(ids))}
 	for i, id := range ids {
 		if snap.Orders[i], ok1 = id.(string); !ok1 {
 			return notify.Snapshot{}, fmt.Errorf("script replied order %v; expected a string", id)
@@ -299,7 +333,8 @@ func (g *Gate) PutBack(ctx context.Context, r voucher.Redemption) (bool, error) 
 	return n == 1 || n == 2, nil
 }
 
-// Recount runs recount.lua: remaining = total_limit - HLEN(orders), users recounted.
+// Recount runs recount.lua: remaining = total_limit - HLEN(orders), users recounted, with the
+// total_limit of the definition the gate holds (v's if none).
 func (g *Gate) Recount(ctx context.Context, v voucher.Voucher) (voucher.Recount, error) {
 	res, err := lua.Recount.Run(ctx, g.rdb, g.keys(v.Code).List(), v.TotalLimit).Int64Slice()
 	if err != nil || len(res) != 3 {

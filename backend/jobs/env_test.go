@@ -105,6 +105,10 @@ func (e *env) createVoucher(t *testing.T, code string, total int, flash bool, st
 	if err := e.store.CreateVoucher(context.Background(), v); err != nil {
 		t.Fatalf("create voucher %s: %v", code, err)
 	}
+	v, err := e.store.Voucher(context.Background(), code) // as stored: its revision
+	if err != nil {
+		t.Fatal(err)
+	}
 	return v
 }
 
@@ -233,6 +237,7 @@ type silent struct{}
 func (silent) SoldOut(string)        {}
 func (silent) BackInStock(string)    {}
 func (silent) HoldersChanged(string) {}
+func (silent) Deleted(string)        {}
 func (silent) State(_ context.Context, code string) (events.VoucherState, error) {
 	return events.VoucherState{Code: code}, nil
 }

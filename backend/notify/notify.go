@@ -31,7 +31,8 @@ type Snapshot struct {
 	Loaded    bool     // false: the voucher is not in Redis
 	Remaining int64    // uses left; 0 or less is sold out
 	Version   uint64   // the voucher's version (lua/version.lua); 0 when Redis holds none
-	Orders    []string // every order holding a use; read only when loaded and sold out
+	Paused    bool     // the gate holds the voucher paused
+	Orders    []string // every order holding a use; read only when loaded and sold out or paused
 }
 
 // Reader reads a voucher's state in Redis (the gate implements it). Implementations MUST read
@@ -54,6 +55,7 @@ type Notifier struct {
 
 	mu          sync.Mutex
 	dirty       map[string]bool      // codes whose state must be published
+	deleted     map[string]bool      // codes whose state must be removed from the bucket
 	known       map[string]bool      // codes published before: published again after a reconnect
 	lastSoldOut map[string]time.Time // when a refusal last asked for a sold-out publication
 	kv          jetstream.KeyValue   // created on first use: NATS may be down at start
@@ -74,7 +76,7 @@ func New(nc *nats.Conn, names events.Names, replicas int, read Reader, every tim
 	}
 	n := &Notifier{
 		nc: nc, js: js, names: names, replicas: max(1, replicas), read: read, every: every, log: log,
-		dirty: map[string]bool{}, known: map[string]bool{}, lastSoldOut: map[string]time.Time{},
+		dirty: map[string]bool{}, deleted: map[string]bool{}, known: map[string]bool{}, lastSoldOut: map[string]time.Time{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go n.run()
@@ -108,6 +110,17 @@ func (n *Notifier) BackInStock(code string) {
 func (n *Notifier) HoldersChanged(code string) {
 	n.mu.Lock()
 	n.dirty[code] = true
+	n.mu.Unlock()
+	n.signal()
+}
+
+// Deleted marks code's state for removal from the bucket: the voucher is gone, and every edge
+// forgets what it held of it (a deleted key reads as not sold out, not paused).
+func (n *Notifier) Deleted(code string) {
+	n.mu.Lock()
+	delete(n.dirty, code)
+	delete(n.known, code)
+	n.deleted[code] = true
 	n.mu.Unlock()
 	n.signal()
 }
@@ -149,9 +162,25 @@ func (n *Notifier) run() {
 			codes = append(codes, code)
 		}
 		clear(n.dirty)
+		gone := make([]string, 0, len(n.deleted))
+		for code := range n.deleted {
+			gone = append(gone, code)
+		}
+		clear(n.deleted)
 		n.mu.Unlock()
 
 		failed := false
+		for _, code := range gone {
+			if err := n.remove(code); err != nil {
+				n.log.Warn("remove a deleted voucher's state; will retry", "code", code, "err", err)
+				n.mu.Lock()
+				if !n.dirty[code] { // a voucher made again under the code meanwhile publishes instead
+					n.deleted[code] = true
+				}
+				n.mu.Unlock()
+				failed = true
+			}
+		}
 		for _, code := range codes {
 			if err := n.publish(code); err != nil {
 				n.log.Warn("publish voucher state; will retry", "code", code, "err", err)
@@ -204,9 +233,12 @@ func (n *Notifier) publish(code string) error {
 		if turned {
 			level = slog.LevelInfo
 		}
-		if state.SoldOut {
+		switch {
+		case state.Paused:
+			n.log.Log(ctx, level, "voucher paused; edges told", "code", code, "version", state.Version)
+		case state.SoldOut:
 			n.log.Log(ctx, level, "voucher sold out; edges told", "code", code, "version", state.Version)
-		} else {
+		default:
 			n.log.Log(ctx, level, "voucher available; edges told", "code", code, "version", state.Version)
 		}
 	} else {
@@ -215,6 +247,22 @@ func (n *Notifier) publish(code string) error {
 	n.mu.Lock()
 	n.known[code] = true
 	n.mu.Unlock()
+	return nil
+}
+
+// remove deletes code's state from the bucket.
+func (n *Notifier) remove(code string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	kv, err := n.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	if err := kv.Delete(ctx, code); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		n.kv = nil
+		return fmt.Errorf("delete state of %s: %w", code, err)
+	}
+	n.log.Info("voucher deleted; edges told", "code", code)
 	return nil
 }
 
@@ -245,7 +293,7 @@ func put(ctx context.Context, kv jetstream.KeyValue, s events.VoucherState, payl
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			continue // written meanwhile: compare with that
 		}
-		return err == nil, err == nil && (decodeErr != nil || held.SoldOut != s.SoldOut), err
+		return err == nil, err == nil && (decodeErr != nil || held.SoldOut != s.SoldOut || held.Paused != s.Paused), err
 	}
 }
 
@@ -268,9 +316,9 @@ func (n *Notifier) State(ctx context.Context, code string) (events.VoucherState,
 	return State(ctx, n.read, code)
 }
 
-// State reads a voucher's sold-out state from Redis: sold out when loaded with no use left,
-// with the holders read now, and the version read with them. A voucher not loaded is reported
-// available: the backend loads it on the next request.
+// State reads a voucher's state from Redis: sold out when loaded with no use left, paused
+// when the gate holds it paused, either with the holders read now, and the version read with
+// them. A voucher not loaded is reported available: the backend loads it on the next request.
 func State(ctx context.Context, read Reader, code string) (events.VoucherState, error) {
 	state := events.VoucherState{Code: code, At: time.Now().UTC()}
 	snap, err := read.Snapshot(ctx, code)
@@ -278,10 +326,12 @@ func State(ctx context.Context, read Reader, code string) (events.VoucherState, 
 		return state, fmt.Errorf("read state of %s: %w", code, err)
 	}
 	state.Version = snap.Version
-	if !snap.Loaded || snap.Remaining > 0 {
+	if !snap.Loaded {
 		return state, nil
 	}
-	state.SoldOut = true
-	state.Holders = events.NewHolderFilter(snap.Orders)
+	state.SoldOut, state.Paused = snap.Remaining <= 0, snap.Paused
+	if state.SoldOut || state.Paused {
+		state.Holders = events.NewHolderFilter(snap.Orders)
+	}
 	return state, nil
 }

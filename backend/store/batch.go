@@ -19,15 +19,16 @@ import (
 const lockVoucherSQL = `SELECT 1 FROM vouchers WHERE code = $1 FOR NO KEY UPDATE`
 
 // writeBatchSQL writes, in arrival order, the holds Reserve would grant, and adds exactly as
-// many to used_count, in one statement: a hold reserved outside the voucher's period or whose
-// customer has no free slot is left out, and no more holds are tried than uses are left. The
-// database still guards every row: the unique order and active-slot indexes skip (ON CONFLICT
-// DO NOTHING) an order already written or a slot another hold of this batch took; used_within_limit
-// and slot_within_limit refuse the whole statement should anything pass a limit. It returns the
-// voucher after the write and the rows it wrote as (order, customer) pairs, both arrays from one
-// aggregation so they pair up.
+// many to used_count, in one statement: a hold of a paused voucher, one reserved outside the
+// voucher's period, or one whose customer holds per_user_limit active rows or has no free slot
+// is left out, and no more holds are tried than uses are left. The database still guards every
+// row: the unique order and active-slot indexes skip (ON CONFLICT DO NOTHING) an order already
+// written or a slot another hold of this batch took; used_within_limit and slot_within_limit
+// refuse the whole statement should anything pass a limit. It returns the voucher after the
+// write and the rows it wrote as (order, customer) pairs, both arrays from one aggregation so
+// they pair up.
 const writeBatchSQL = `WITH v AS (
-		SELECT code, per_user_limit, starts_at, ends_at, greatest(total_limit - used_count, 0) AS uses_left
+		SELECT code, per_user_limit, starts_at, ends_at, active, greatest(total_limit - used_count, 0) AS uses_left
 		FROM vouchers WHERE code = $1),
 	ins AS (
 		INSERT INTO redemptions (voucher_code, per_user_limit, customer_id, order_id, slot, status,
@@ -36,11 +37,13 @@ const writeBatchSQL = `WITH v AS (
 			r.discount_amount, r.reserved_at, r.hold_expires_at
 		FROM v CROSS JOIN unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::timestamptz[], $7::timestamptz[])
 			WITH ORDINALITY AS r(customer_id, order_id, order_amount, discount_amount, reserved_at, hold_expires_at, i)
+		CROSS JOIN LATERAL (SELECT coalesce(array_agg(taken.slot), '{}') AS slots FROM redemptions taken
+			WHERE taken.voucher_code = v.code AND taken.customer_id = r.customer_id
+				AND taken.status IN ('RESERVED', 'CONFIRMED')) AS held
 		CROSS JOIN LATERAL (SELECT s.n FROM generate_series(1, v.per_user_limit) AS s(n)
-			WHERE NOT EXISTS (SELECT 1 FROM redemptions taken WHERE taken.voucher_code = v.code
-				AND taken.customer_id = r.customer_id AND taken.slot = s.n AND taken.status IN ('RESERVED', 'CONFIRMED'))
-			ORDER BY s.n LIMIT 1) AS free
-		WHERE v.starts_at <= r.reserved_at AND r.reserved_at < v.ends_at
+			WHERE s.n <> ALL (held.slots) ORDER BY s.n LIMIT 1) AS free
+		WHERE v.active AND v.starts_at <= r.reserved_at AND r.reserved_at < v.ends_at
+			AND cardinality(held.slots) < v.per_user_limit
 		ORDER BY r.i
 		LIMIT (SELECT uses_left FROM v)
 		ON CONFLICT DO NOTHING
@@ -49,7 +52,7 @@ const writeBatchSQL = `WITH v AS (
 		UPDATE vouchers SET used_count = used_count + (SELECT count(*) FROM ins) WHERE code = $1
 		RETURNING used_count, total_limit),
 	rows AS (SELECT coalesce(array_agg(order_id), '{}') AS orders, coalesce(array_agg(customer_id), '{}') AS customers FROM ins)
-	SELECT took.used_count, took.total_limit, v.starts_at, v.ends_at, rows.orders, rows.customers
+	SELECT took.used_count, took.total_limit, v.starts_at, v.ends_at, v.active, rows.orders, rows.customers
 	FROM took CROSS JOIN v CROSS JOIN rows`
 
 // ReserveMany writes the holds of one voucher in one transaction, sent in one round trip: lock
@@ -96,13 +99,15 @@ func (s *Store) ReserveMany(ctx context.Context, code string, holds []voucher.Ho
 			out[i].Err = errNotInBatch // written alone after the batch, which had its orderId
 		case after.written[rowKey{h.OrderID, h.CustomerID}]:
 			out[i].Redemption = redemptionOf(code, h)
+		case !after.active:
+			out[i].Err = voucher.ErrPaused // paused under the lock: no hold of the batch is written
 		case after.used >= after.total:
 			// Reserve would now find no use to take, whatever else is wrong with the hold, and
 			// tell why as whyNoUse does; the crowd that arrives with the last use is answered
 			// without a transaction each.
 			out[i].Err = voucher.ErrOutOfStock
-			if h.ReservedAt.Before(after.starts) || !h.ReservedAt.Before(after.ends) {
-				out[i].Err = voucher.ErrNotEligible
+			if why := closedAt(true, after.starts, after.ends, h.ReservedAt); why != nil {
+				out[i].Err = why
 			}
 		default:
 			out[i].Err = errNotInBatch
@@ -138,6 +143,7 @@ type rowKey struct{ order, customer string }
 type batchWritten struct {
 	used, total  int
 	starts, ends time.Time
+	active       bool
 	written      map[rowKey]bool
 }
 
@@ -177,7 +183,7 @@ func (s *Store) writeBatch(ctx context.Context, code string, holds []voucher.Hol
 		return after, failed(err, "reserve %d in %s: lock voucher", len(holds), code)
 	}
 	var orders, customers []string
-	err = br.QueryRow().Scan(&after.used, &after.total, &after.starts, &after.ends, &orders, &customers)
+	err = br.QueryRow().Scan(&after.used, &after.total, &after.starts, &after.ends, &after.active, &orders, &customers)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) { // no row: no voucher, told below
 		return after, failed(err, "reserve %d in %s: write", len(holds), code)
 	}

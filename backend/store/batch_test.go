@@ -332,8 +332,9 @@ func TestReserveStatementOutcomeUnknown(t *testing.T) {
 // The database refuses by itself what a wrong writer might send (DESIGN: "even if every layer
 // above it is wrong"): a redemption whose per_user_limit is not its voucher's, or whose voucher
 // does not exist, in a single insert or among a batch's; a voucher with redemptions keeps its
-// code; a change of its per_user_limit reaches its redemptions, and is refused where a slot
-// would no longer fit.
+// code; a change of its per_user_limit is not carried to the rows already written (each keeps the
+// limit its slot was taken under: a customer above a lowered limit keeps their holds), and a row
+// written after it must match it.
 func TestTheDatabaseGuardsRedemptionsAgainstTheirVoucher(t *testing.T) {
 	s, pool := openStore(t)
 	ctx := context.Background()
@@ -371,15 +372,18 @@ func TestTheDatabaseGuardsRedemptionsAgainstTheirVoucher(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE vouchers SET per_user_limit = 3 WHERE code = 'G'`); err != nil {
 		t.Errorf("raise per_user_limit: %v", err)
 	}
-	var carried int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM redemptions WHERE voucher_code = 'G' AND per_user_limit <> 3`).Scan(&carried); err != nil || carried != 0 {
-		t.Errorf("%d redemptions kept the old per_user_limit (%v)", carried, err)
+	var kept int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM redemptions WHERE voucher_code = 'G' AND per_user_limit = 2`).Scan(&kept); err != nil || kept != 2 {
+		t.Errorf("%d of 2 redemptions kept the per_user_limit they were written under (%v)", kept, err)
 	}
 	if _, err := pool.Exec(ctx, `UPDATE redemptions SET per_user_limit = 1 WHERE order_id = 'o1'`); err == nil {
 		t.Error("a redemption's per_user_limit moved away from its voucher's")
 	}
+	if err := insert(row("G", 2, 2, "old-limit")); err == nil {
+		t.Error("inserted a row under the per_user_limit before the change")
+	}
 	if _, err := pool.Exec(ctx, `UPDATE vouchers SET per_user_limit = 1 WHERE code = 'G'`); err != nil {
-		t.Errorf("lower per_user_limit where every slot fits: %v", err)
+		t.Errorf("lower per_user_limit below the slots held: %v", err)
 	}
 	if err := insert(row("G", 1, 2, "slot2")); err == nil {
 		t.Error("inserted a slot above per_user_limit")

@@ -10,9 +10,15 @@ import (
 )
 
 const (
-	uniqueViolation  = "23505"
-	notNullViolation = "23502"
+	uniqueViolation     = "23505"
+	notNullViolation    = "23502"
+	foreignKeyViolation = "23503"
 )
+
+func isForeignKey(err error, constraint string) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == foreignKeyViolation && pg.ConstraintName == constraint
+}
 
 func isNotNull(err error, column string) bool {
 	var pg *pgconn.PgError

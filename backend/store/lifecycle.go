@@ -27,43 +27,19 @@ func (s *Store) Confirm(ctx context.Context, code, orderID string, now time.Time
 	if err != nil {
 		return r, fmt.Errorf("confirm %s/%s: %w", code, orderID, err)
 	}
-	if r.Status == wire.StatusReleased {
+	switch r.Status {
+	case wire.StatusReleased:
 		return r, voucher.ErrReleased
+	case wire.StatusRefunded:
+		return r, voucher.ErrRefunded
 	}
 	return r, nil
 }
 
 // Release releases a RESERVED redemption and takes it off used_count in one transaction.
 func (s *Store) Release(ctx context.Context, code, orderID string, now time.Time) (voucher.Redemption, bool, error) {
-	var r voucher.Redemption
-	released := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// the voucher row first: the lock order every writer follows (see the package comment)
-		var one int
-		if err := tx.QueryRow(ctx, `SELECT 1 FROM vouchers WHERE code = $1 FOR NO KEY UPDATE`, code).Scan(&one); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return voucher.ErrVoucherNotFound
-			}
-			return err
-		}
-		var err error
-		r, err = scanRedemption(tx.QueryRow(ctx, `UPDATE redemptions SET status = 'RELEASED', released_at = $3
-			WHERE voucher_code = $1 AND order_id = $2 AND status = 'RESERVED'
-			RETURNING `+redemptionColumns, code, orderID, now))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		released = true
-		_, err = tx.Exec(ctx, `UPDATE vouchers SET used_count = used_count - 1 WHERE code = $1`, code)
-		return err
-	})
+	r, released, err := s.giveUpUse(ctx, code, orderID, wire.StatusReserved, wire.StatusReleased, "released_at", now)
 	if err != nil {
-		if errors.Is(err, voucher.ErrVoucherNotFound) {
-			return r, false, err
-		}
 		return r, false, fmt.Errorf("release %s/%s: %w", code, orderID, err)
 	}
 	if released {
@@ -73,10 +49,67 @@ func (s *Store) Release(ctx context.Context, code, orderID string, now time.Time
 	if err != nil {
 		return r, false, fmt.Errorf("release %s/%s: %w", code, orderID, err)
 	}
-	if r.Status == wire.StatusConfirmed {
+	switch r.Status {
+	case wire.StatusConfirmed:
 		return r, false, voucher.ErrConfirmed
+	case wire.StatusRefunded:
+		return r, false, voucher.ErrRefunded
 	}
 	return r, false, nil
+}
+
+// Refund refunds a CONFIRMED redemption and takes it off used_count in one transaction.
+func (s *Store) Refund(ctx context.Context, code, orderID string, now time.Time) (voucher.Redemption, bool, error) {
+	r, refunded, err := s.giveUpUse(ctx, code, orderID, wire.StatusConfirmed, wire.StatusRefunded, "refunded_at", now)
+	if err != nil {
+		return r, false, fmt.Errorf("refund %s/%s: %w", code, orderID, err)
+	}
+	if refunded {
+		return r, true, nil
+	}
+	r, err = s.redemptionOf(ctx, code, orderID)
+	if err != nil {
+		return r, false, fmt.Errorf("refund %s/%s: %w", code, orderID, err)
+	}
+	switch r.Status {
+	case wire.StatusReserved:
+		return r, false, voucher.ErrNotConfirmed
+	case wire.StatusReleased:
+		return r, false, voucher.ErrReleased
+	}
+	return r, false, nil
+}
+
+// giveUpUse moves the order's redemption from status from to status to, stamping the column at
+// (released_at or refunded_at: constants of this package, never input) with now, and takes its use
+// off used_count, in one transaction that takes the voucher row lock first: the lock order every
+// writer follows (see the package comment), so the status check under it holds however many
+// callers, on however many backends, send it at once. done is false when the order was not in
+// status from (nothing changed).
+func (s *Store) giveUpUse(ctx context.Context, code, orderID, from, to, at string, now time.Time) (r voucher.Redemption, done bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM vouchers WHERE code = $1 FOR NO KEY UPDATE`, code).Scan(&one); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return voucher.ErrVoucherNotFound
+			}
+			return err
+		}
+		var err error
+		r, err = scanRedemption(tx.QueryRow(ctx, `UPDATE redemptions SET status = $4, `+at+` = $3
+			WHERE voucher_code = $1 AND order_id = $2 AND status = $5
+			RETURNING `+redemptionColumns, code, orderID, now, to, from))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		done = true
+		_, err = tx.Exec(ctx, `UPDATE vouchers SET used_count = used_count - 1 WHERE code = $1`, code)
+		return err
+	})
+	return r, done, err
 }
 
 // redemptionOf reads the voucher's redemption for orderID, telling an unknown voucher from an

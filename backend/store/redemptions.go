@@ -41,7 +41,7 @@ func (s *Store) Redemption(ctx context.Context, orderID string) (voucher.Redempt
 func (s *Store) ShopperOrders(ctx context.Context, code, orderID string, limit int) ([]voucher.Redemption, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+redemptionColumns+` FROM redemptions
 		WHERE voucher_code = $1 AND strpos(order_id, '/') > 0 AND substring(order_id from '[^/]*$') = $2
-		ORDER BY status = 'RELEASED', id LIMIT $3`, code, orderID, limit)
+		ORDER BY status NOT IN ('RESERVED', 'CONFIRMED'), id LIMIT $3`, code, orderID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("find shoppers' orders %s of %s: %w", orderID, code, err)
 	}
@@ -64,7 +64,7 @@ func (s *Store) ShopperOrders(ctx context.Context, code, orderID string, limit i
 // voucher has no use left. A snapshot may be a moment old: it can refuse a use that a release
 // just gave back (under-allocation), never grant one.
 func (s *Store) Lookup(ctx context.Context, code, orderID string) (voucher.Lookup, error) {
-	return s.lookup(ctx, `SELECT v.used_count >= v.total_limit, 0, `+lookupOrderColumns+`
+	return s.lookup(ctx, `SELECT v.used_count >= v.total_limit, v.revision, 0, `+lookupOrderColumns+`
 		FROM vouchers v LEFT JOIN redemptions r ON r.order_id = $2
 		WHERE v.code = $1`, code, orderID)
 }
@@ -73,7 +73,7 @@ func (s *Store) Lookup(ctx context.Context, code, orderID string) (voucher.Looku
 // the same statement, so in the same snapshot (a dry run's read of what the guarded write
 // compares with per_user_limit). The hot path's Lookup stays without the count.
 func (s *Store) LookupCustomer(ctx context.Context, code, orderID, customerID string) (voucher.Lookup, error) {
-	return s.lookup(ctx, `SELECT v.used_count >= v.total_limit,
+	return s.lookup(ctx, `SELECT v.used_count >= v.total_limit, v.revision,
 			(SELECT count(*) FROM redemptions c WHERE c.voucher_code = v.code AND c.customer_id = $3
 				AND c.status IN ('RESERVED', 'CONFIRMED')), `+lookupOrderColumns+`
 		FROM vouchers v LEFT JOIN redemptions r ON r.order_id = $2
@@ -91,7 +91,7 @@ func (s *Store) lookup(ctx context.Context, query, code, orderID string, more ..
 	var l voucher.Lookup
 	var r voucher.Redemption
 	var found bool
-	err := s.pool.QueryRow(ctx, query, append([]any{code, orderID}, more...)...).Scan(&l.SoldOut, &l.CustomerUses, &found,
+	err := s.pool.QueryRow(ctx, query, append([]any{code, orderID}, more...)...).Scan(&l.SoldOut, &l.Revision, &l.CustomerUses, &found,
 		&r.VoucherCode, &r.CustomerID, &r.OrderID, &r.Status, &r.OrderAmount, &r.DiscountAmount, &r.ReservedAt, &r.HoldExpiresAt)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -120,22 +120,26 @@ func (s *Store) ActiveRedemptions(ctx context.Context, code string) ([]voucher.R
 }
 
 // reserveSQL takes a use and writes the redemption in one statement: the guarded UPDATE of the
-// voucher, then the redemption in the customer's lowest free slot. One statement, sent with its
-// time limit in one round trip, holds the voucher's row lock only while the server runs it.
-// No free slot leaves slot NULL, which aborts the whole statement (nothing is taken).
+// voucher (active, in its period, a use left), then the redemption in the customer's lowest
+// free slot. One statement, sent with its time limit in one round trip, holds the voucher's row
+// lock only while the server runs it. No free slot, or as many active rows as per_user_limit
+// (a limit lowered below what the customer holds keeps those, and refuses more), leaves slot
+// NULL, which aborts the whole statement (nothing is taken).
 const reserveSQL = `WITH take AS (
 		UPDATE vouchers SET used_count = used_count + 1
-		WHERE code = $1 AND used_count < total_limit AND starts_at <= $2 AND $2 < ends_at
-		RETURNING code, per_user_limit)
+		WHERE code = $1 AND used_count < total_limit AND starts_at <= $2 AND $2 < ends_at AND active
+		RETURNING code, per_user_limit),
+	held AS (
+		SELECT coalesce(array_agg(r.slot), '{}') AS slots FROM redemptions r
+		WHERE r.voucher_code = $1 AND r.customer_id = $3 AND r.status IN ('RESERVED', 'CONFIRMED'))
 	INSERT INTO redemptions (voucher_code, per_user_limit, customer_id, order_id, slot, status,
 		order_amount, discount_amount, reserved_at, hold_expires_at)
 	SELECT take.code, take.per_user_limit, $3, $4,
 		(SELECT free.n FROM generate_series(1, take.per_user_limit) AS free(n)
-		 WHERE NOT EXISTS (SELECT 1 FROM redemptions r WHERE r.voucher_code = $1 AND r.customer_id = $3
-			AND r.slot = free.n AND r.status IN ('RESERVED', 'CONFIRMED'))
+		 WHERE cardinality(held.slots) < take.per_user_limit AND free.n <> ALL (held.slots)
 		 ORDER BY free.n LIMIT 1),
 		'RESERVED', $5, $6, $7, $8
-	FROM take
+	FROM take CROSS JOIN held
 	RETURNING ` + redemptionColumns
 
 // slotTries bounds how often Reserve retries a statement that lost a slot to a concurrent
@@ -216,15 +220,31 @@ func statementTimeout(ctx context.Context) string {
 func (s *Store) whyNoUse(ctx context.Context, h voucher.Hold, now time.Time) error {
 	var used, total int
 	var starts, ends time.Time
-	err := s.pool.QueryRow(ctx, `SELECT used_count, total_limit, starts_at, ends_at FROM vouchers WHERE code = $1`,
-		h.VoucherCode).Scan(&used, &total, &starts, &ends)
+	var active bool
+	err := s.pool.QueryRow(ctx, `SELECT used_count, total_limit, starts_at, ends_at, active FROM vouchers WHERE code = $1`,
+		h.VoucherCode).Scan(&used, &total, &starts, &ends, &active)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return voucher.ErrVoucherNotFound
 	case err != nil:
 		return notWritten(err, "reserve %s: read voucher after no use was taken", h.VoucherCode)
-	case now.Before(starts) || !now.Before(ends):
-		return voucher.ErrNotEligible
+	}
+	if why := closedAt(active, starts, ends, now); why != nil {
+		return why
 	}
 	return voucher.ErrOutOfStock
+}
+
+// closedAt is why a voucher active or not, open from starts until ends, takes no reservation
+// at now (the order of voucher.Voucher.Refusal), nil if it takes one.
+func closedAt(active bool, starts, ends, now time.Time) error {
+	switch {
+	case !active:
+		return voucher.ErrPaused
+	case now.Before(starts):
+		return voucher.ErrNotStarted
+	case !now.Before(ends):
+		return voucher.ErrEnded
+	}
+	return nil
 }

@@ -1,7 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -15,47 +18,104 @@ import (
 // from the previous page's last key (keyset pagination): no OFFSET, so a page does not cost more
 // the further the list goes.
 
-// voucherPageSQL reads a page of vouchers by the primary key. Its counts come from
-// redemptions_voucher_status (as Stats's do), so a page costs the sum of its vouchers'
-// redemption counts; more asks the primary key whether any code follows the page's last one.
-const voucherPageSQL = `WITH page AS (
-		SELECT ` + voucherColumns + `, used_count FROM vouchers WHERE code > $1 ORDER BY code LIMIT $2)
-	SELECT p.code, p.discount_amount, p.min_order_amount, p.total_limit, p.per_user_limit, p.starts_at,
-		p.ends_at, p.flash_sale, p.used_count, c.reserved, c.confirmed, c.released,
-		EXISTS (SELECT 1 FROM vouchers WHERE code > (SELECT max(code) FROM page))
+// voucherPageQuery reads a page of vouchers by the primary key, of those f keeps. Its counts
+// come from redemptions_voucher_status (as Stats's do), so a page costs the sum of its
+// vouchers' redemption counts; more asks whether any code the filter keeps follows the page's
+// last one. A filter walks the primary key past the vouchers it leaves out: vouchers are few
+// against redemptions, and an operator's list is no hot path.
+func voucherPageQuery(f voucher.VoucherFilter, limit int) (string, []any) {
+	cond := ``
+	args := []any{f.After, limit}
+	if f.Active != nil {
+		args = append(args, *f.Active)
+		cond += ` AND active = $` + strconv.Itoa(len(args))
+	}
+	if f.Ended != nil {
+		args = append(args, f.Now)
+		op := ` > `
+		if *f.Ended {
+			op = ` <= `
+		}
+		cond += ` AND ends_at` + op + `$` + strconv.Itoa(len(args))
+	}
+	return `WITH page AS (
+		SELECT ` + voucherColumns + `, used_count FROM vouchers WHERE code > $1` + cond + ` ORDER BY code LIMIT $2)
+	SELECT p.code, p.discount_amount, p.discount_percent, p.max_discount_amount, p.min_order_amount, p.total_limit,
+		p.per_user_limit, p.starts_at, p.ends_at, p.flash_sale, p.active, p.hold_ttl_ms, p.revision, p.used_count,
+		c.reserved, c.confirmed, c.released, c.refunded,
+		EXISTS (SELECT 1 FROM vouchers WHERE code > (SELECT max(code) FROM page)` + cond + `)
 	FROM page p CROSS JOIN LATERAL (
 		SELECT count(*) FILTER (WHERE status = 'RESERVED') AS reserved,
 			count(*) FILTER (WHERE status = 'CONFIRMED') AS confirmed,
-			count(*) FILTER (WHERE status = 'RELEASED') AS released
+			count(*) FILTER (WHERE status = 'RELEASED') AS released,
+			count(*) FILTER (WHERE status = 'REFUNDED') AS refunded
 		FROM redemptions r WHERE r.voucher_code = p.code) c
-	ORDER BY p.code`
+	ORDER BY p.code`, args
+}
 
-// VoucherPage reads up to limit vouchers after the code after, with their counts by status.
-func (s *Store) VoucherPage(ctx context.Context, after string, limit int) ([]voucher.Usage, bool, error) {
-	rows, err := s.pool.Query(ctx, voucherPageSQL, after, limit)
+// VoucherPage reads up to limit vouchers that f keeps after the code f.After, with their counts
+// by status.
+func (s *Store) VoucherPage(ctx context.Context, f voucher.VoucherFilter, limit int) ([]voucher.Usage, bool, error) {
+	q, args := voucherPageQuery(f, limit)
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, false, fmt.Errorf("list vouchers after %q: %w", after, err)
+		return nil, false, fmt.Errorf("list vouchers after %q: %w", f.After, err)
 	}
 	page := make([]voucher.Usage, 0, limit)
 	var more bool
 	for rows.Next() {
 		var u voucher.Usage
-		var reserved, confirmed, released int
-		if err := rows.Scan(&u.Code, &u.DiscountAmount, &u.MinOrderAmount, &u.TotalLimit, &u.PerUserLimit,
-			&u.StartsAt, &u.EndsAt, &u.FlashSale, &u.UsedCount, &reserved, &confirmed, &released, &more); err != nil {
+		var reserved, confirmed, released, refunded int
+		u.Voucher, err = scanVoucher(rows, &u.UsedCount, &reserved, &confirmed, &released, &refunded, &more)
+		if err != nil {
 			rows.Close()
-			return nil, false, fmt.Errorf("list vouchers after %q: %w", after, err)
+			return nil, false, fmt.Errorf("list vouchers after %q: %w", f.After, err)
 		}
-		u.ByStatus = map[string]int{wire.StatusReserved: reserved, wire.StatusConfirmed: confirmed, wire.StatusReleased: released}
+		u.ByStatus = map[string]int{wire.StatusReserved: reserved, wire.StatusConfirmed: confirmed,
+			wire.StatusReleased: released, wire.StatusRefunded: refunded}
 		page = append(page, u)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("list vouchers after %q: %w", after, err)
+		return nil, false, fmt.Errorf("list vouchers after %q: %w", f.After, err)
 	}
 	return page, more, nil
 }
 
-const redemptionRecordColumns = `id, ` + redemptionColumns + `, confirmed_at, released_at`
+// decodeNumbers decodes a JSON object into m with numbers kept as json.Number.
+func decodeNumbers(b []byte, m *map[string]any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(m)
+}
+
+// ChangePage reads up to limit changes of the voucher code with revisions above after, in
+// revision order (the primary key), asking for one more to learn whether more follow.
+func (s *Store) ChangePage(ctx context.Context, code string, after int64, limit int) ([]voucher.Change, bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT revision, changed_at, before, after FROM voucher_changes
+		WHERE voucher_code = $1 AND revision > $2 ORDER BY revision LIMIT $3`, code, after, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("list changes of %s after %d: %w", code, after, err)
+	}
+	page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (voucher.Change, error) {
+		var c voucher.Change
+		var before, after []byte
+		if err := row.Scan(&c.Revision, &c.At, &before, &after); err != nil {
+			return c, err
+		}
+		// amounts are int64: json.Number keeps those beyond float64's 2^53 exact
+		err1, err2 := decodeNumbers(before, &c.Before), decodeNumbers(after, &c.After)
+		return c, errors.Join(err1, err2)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list changes of %s after %d: %w", code, after, err)
+	}
+	if len(page) > limit {
+		return page[:limit], true, nil
+	}
+	return page, false, nil
+}
+
+const redemptionRecordColumns = `id, ` + redemptionColumns + `, confirmed_at, released_at, refunded_at`
 
 // RedemptionPage reads up to limit redemptions of the voucher code with ids after f.After, in id
 // order, asking for one more to learn whether more follow. Only the filters that are set become
@@ -75,10 +135,10 @@ func (s *Store) RedemptionPage(ctx context.Context, code string, f voucher.Redem
 	page := make([]voucher.RedemptionRecord, 0, limit+1)
 	var r voucher.RedemptionRecord
 	_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.VoucherCode, &r.CustomerID, &r.OrderID, &r.Status,
-		&r.OrderAmount, &r.DiscountAmount, &r.ReservedAt, &r.HoldExpiresAt, &r.ConfirmedAt, &r.ReleasedAt},
+		&r.OrderAmount, &r.DiscountAmount, &r.ReservedAt, &r.HoldExpiresAt, &r.ConfirmedAt, &r.ReleasedAt, &r.RefundedAt},
 		func() error {
 			page = append(page, r)
-			r.ConfirmedAt, r.ReleasedAt = nil, nil // the next row's times in their own memory, not this row's
+			r.ConfirmedAt, r.ReleasedAt, r.RefundedAt = nil, nil, nil // the next row's times in their own memory, not this row's
 			return nil
 		})
 	if err != nil {

@@ -86,18 +86,18 @@ func TestViewPages(t *testing.T) {
 		t.Errorf("customer 1, CONFIRMED: %v more %v err %v; want %v", ids(page), more, err, want)
 	}
 
-	vs, more, err := s.VoucherPage(ctx, "", 2)
+	vs, more, err := s.VoucherPage(ctx, voucher.VoucherFilter{}, 2)
 	if err != nil || !more || len(vs) != 2 || vs[0].Code != "A" || vs[1].Code != "B" {
 		t.Fatalf("first voucher page: %+v more %v err %v", vs, more, err)
 	}
 	if b := vs[1]; b.UsedCount != used || b.ByStatus[wire.StatusReserved] != 3 || b.ByStatus[wire.StatusConfirmed] != 2 || b.ByStatus[wire.StatusReleased] != 2 {
 		t.Errorf("B: used %d, counts %v; want %d, 3 RESERVED, 2 CONFIRMED, 2 RELEASED", b.UsedCount, b.ByStatus, used)
 	}
-	vs, more, err = s.VoucherPage(ctx, "B", 2)
-	if err != nil || more || len(vs) != 1 || vs[0].Code != "C" || fmt.Sprint(vs[0].ByStatus) != "map[CONFIRMED:0 RELEASED:0 RESERVED:0]" {
+	vs, more, err = s.VoucherPage(ctx, voucher.VoucherFilter{After: "B"}, 2)
+	if err != nil || more || len(vs) != 1 || vs[0].Code != "C" || fmt.Sprint(vs[0].ByStatus) != "map[CONFIRMED:0 REFUNDED:0 RELEASED:0 RESERVED:0]" {
 		t.Errorf("last voucher page: %+v more %v err %v", vs, more, err)
 	}
-	if vs, more, err := s.VoucherPage(ctx, "C", 2); err != nil || more || len(vs) != 0 {
+	if vs, more, err := s.VoucherPage(ctx, voucher.VoucherFilter{After: "C"}, 2); err != nil || more || len(vs) != 0 {
 		t.Errorf("after the last voucher: %+v more %v err %v", vs, more, err)
 	}
 }

@@ -24,6 +24,8 @@ type fakeGate struct {
 }
 
 type gateVoucher struct {
+	rev       int64 // the definition's revision (configure.lua)
+	paused    bool
 	total     int
 	remaining int64
 	users     map[string]int            // customer -> uses held
@@ -58,6 +60,10 @@ func (g *fakeGate) Reserve(ctx context.Context, v voucher.Voucher, orderID strin
 		return voucher.GateResult{Outcome: voucher.GateNotLoaded}, nil
 	case gv.held(orderID):
 		return voucher.GateResult{Outcome: voucher.GateHeld, Holder: gv.orders[orderID]}, nil
+	case gv.rev != v.Revision:
+		return voucher.GateResult{Outcome: voucher.GateStale, Revision: gv.rev}, nil
+	case gv.paused:
+		return voucher.GateResult{Outcome: voucher.GatePaused}, nil
 	case gv.remaining <= 0:
 		return voucher.GateResult{Outcome: voucher.GateOutOfStock}, nil
 	case gv.users[h.CustomerID] >= v.PerUserLimit:
@@ -116,7 +122,8 @@ func (g *fakeGate) Load(ctx context.Context, v voucher.Voucher, active []voucher
 	if gv, loaded := g.vouchers[v.Code]; loaded {
 		return gv.remaining, nil
 	}
-	gv := &gateVoucher{total: v.TotalLimit, remaining: int64(v.TotalLimit), users: map[string]int{}, orders: map[string]voucher.Holder{}}
+	gv := &gateVoucher{rev: v.Revision, paused: v.Paused, total: v.TotalLimit, remaining: int64(v.TotalLimit),
+		users: map[string]int{}, orders: map[string]voucher.Holder{}}
 	for _, r := range active {
 		gv.hold(r.OrderID, loadedHolder(r))
 	}
@@ -246,6 +253,32 @@ func (g *fakeGate) PutBack(ctx context.Context, r voucher.Redemption) (bool, err
 		gv.hold(r.OrderID, loadedHolder(r))
 	}
 	return true, nil
+}
+
+// Configure is configure.lua, for a loaded voucher (the fake keeps no definition of one not
+// loaded).
+func (g *fakeGate) Configure(ctx context.Context, v voucher.Voucher, mode voucher.ConfigureMode) (voucher.Configured, error) {
+	if err := g.enter("Configure", ""); err != nil {
+		return voucher.Configured{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gv, loaded := g.vouchers[v.Code]
+	if !loaded {
+		return voucher.Configured{Applied: true}, nil
+	}
+	c := voucher.Configured{Loaded: true, HeldRevision: gv.rev, Held: int64(len(gv.orders)), Remaining: gv.remaining}
+	switch {
+	case mode&voucher.ConfigureForce == 0 && gv.rev >= v.Revision:
+		return c, nil
+	case mode&voucher.ConfigureChecked != 0 && v.TotalLimit < len(gv.orders):
+		c.Refused = true
+		return c, nil
+	}
+	gv.rev, gv.paused, gv.total = v.Revision, v.Paused, v.TotalLimit
+	gv.remaining = int64(v.TotalLimit - len(gv.orders))
+	c.Applied, c.Remaining = true, gv.remaining
+	return c, nil
 }
 
 // Recount is recount.lua.

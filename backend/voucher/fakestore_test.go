@@ -128,7 +128,7 @@ func (s *fakeStore) lookup(code, orderID, customerID string) (voucher.Lookup, er
 	if !ok {
 		return voucher.Lookup{}, voucher.ErrVoucherNotFound
 	}
-	l := voucher.Lookup{SoldOut: v.used >= v.TotalLimit}
+	l := voucher.Lookup{SoldOut: v.used >= v.TotalLimit, Revision: v.Revision}
 	if r, ok := s.redemptions[orderID]; ok {
 		l.Existing = &r
 	}
@@ -196,6 +196,8 @@ func (s *fakeStore) decide(h voucher.Hold, now time.Time) (voucher.Redemption, e
 	switch {
 	case !ok:
 		return voucher.Redemption{}, voucher.ErrVoucherNotFound
+	case v.Paused:
+		return voucher.Redemption{}, voucher.ErrPaused
 	case !v.Open(now):
 		return voucher.Redemption{}, voucher.ErrNotEligible
 	case v.used >= v.TotalLimit:
@@ -237,6 +239,8 @@ func (s *fakeStore) Confirm(ctx context.Context, code, orderID string, now time.
 		return voucher.Redemption{}, err
 	case r.Status == wire.StatusReleased:
 		return r, voucher.ErrReleased
+	case r.Status == wire.StatusRefunded:
+		return r, voucher.ErrRefunded
 	}
 	r.Status = wire.StatusConfirmed
 	s.redemptions[orderID] = r
@@ -416,6 +420,83 @@ func (s *fakeStore) checkInvariants(t testing.TB, code string, granted []string)
 			t.Errorf("D4 %s: order %s was answered 201 but has no active row (%+v)", code, id, r)
 		}
 	}
+}
+
+func (s *fakeStore) Refund(ctx context.Context, code, orderID string, now time.Time) (voucher.Redemption, bool, error) {
+	if f := s.enter("Refund", orderID); f.err != nil {
+		return voucher.Redemption{}, false, f.err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.redemptionOf(code, orderID)
+	switch {
+	case err != nil:
+		return voucher.Redemption{}, false, err
+	case r.Status == wire.StatusReserved:
+		return r, false, voucher.ErrNotConfirmed
+	case r.Status == wire.StatusReleased:
+		return r, false, voucher.ErrReleased
+	case r.Status == wire.StatusRefunded:
+		return r, false, nil
+	}
+	r.Status = wire.StatusRefunded
+	s.redemptions[orderID] = r
+	s.vouchers[code].used--
+	return r, true, nil
+}
+
+// EditVoucher holds s.mu throughout, as the row lock holds every writer of the voucher off.
+func (s *fakeStore) EditVoucher(ctx context.Context, code string, at time.Time, edit func(voucher.Voucher, int) (voucher.Voucher, error),
+	hold func(context.Context, voucher.Voucher, voucher.Voucher) error) (voucher.Voucher, voucher.Voucher, error) {
+	if f := s.enter("EditVoucher"); f.err != nil {
+		return voucher.Voucher{}, voucher.Voucher{}, f.err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.vouchers[code]
+	if !ok {
+		return voucher.Voucher{}, voucher.Voucher{}, voucher.ErrVoucherNotFound
+	}
+	before := v.Voucher
+	after, err := edit(before, v.used)
+	if err != nil {
+		return before, before, err
+	}
+	if _, now := voucher.Diff(before, after); len(now) == 0 {
+		return before, before, nil
+	}
+	after.Revision = before.Revision + 1
+	if err := hold(ctx, before, after); err != nil {
+		return before, before, err
+	}
+	v.Voucher = after
+	return before, after, nil
+}
+
+func (s *fakeStore) WithVoucher(ctx context.Context, code string, fn func(context.Context, voucher.Voucher) error) error {
+	v, err := s.Voucher(ctx, code)
+	if err != nil {
+		return err
+	}
+	return fn(ctx, v)
+}
+
+func (s *fakeStore) DeleteVoucher(ctx context.Context, code string) error {
+	if f := s.enter("DeleteVoucher"); f.err != nil {
+		return f.err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.vouchers[code]; !ok {
+		return voucher.ErrVoucherNotFound
+	}
+	for _, r := range s.redemptions {
+		if r.VoucherCode == code {
+			return voucher.ErrVoucherInUse
+		}
+	}
+	delete(s.vouchers, code)
+	return nil
 }
 
 func (s *fakeStore) ShopperOrders(ctx context.Context, code, orderID string, limit int) ([]voucher.Redemption, error) {

@@ -17,8 +17,9 @@ const (
 )
 
 // reserveFlash is the flash voucher's path: the Redis gate decides in one round trip, and only
-// its winners write the database, synchronously, before the answer.
-func (s *Service) reserveFlash(ctx context.Context, v Voucher, h Hold) (Redemption, error) {
+// its winners write the database, synchronously, before the answer. try counts the copies of
+// the voucher this reservation was decided with (Reserve).
+func (s *Service) reserveFlash(ctx context.Context, v Voucher, h Hold, try int) (Redemption, error) {
 	if s.gate == nil {
 		return Redemption{}, fmt.Errorf("reserve %s: no redis gate: %w", v.Code, ErrUnavailable)
 	}
@@ -43,6 +44,11 @@ func (s *Service) reserveFlash(ctx context.Context, v Voucher, h Hold) (Redempti
 			return Redemption{}, ErrOutOfStock
 		case GateAtLimit:
 			return Redemption{}, ErrAlreadyUsed
+		case GateStale:
+			return Redemption{}, s.reviseFlash(ctx, v, res.Revision, try)
+		case GatePaused:
+			// The gate holds this revision paused: a retry of a granted order keeps its answer.
+			return s.closed(ctx, v, h.request(), h.ReservedAt, ErrPaused)
 		case GateNotLoaded:
 			if loaded {
 				return Redemption{}, fmt.Errorf("reserve %s: voucher still not in redis after loading: %w", v.Code, ErrUnavailable)
@@ -67,6 +73,44 @@ func (s *Service) reserveFlash(ctx context.Context, v Voucher, h Hold) (Redempti
 			return Redemption{}, fmt.Errorf("reserve %s: redis gate answered %d: %w", v.Code, res.Outcome, ErrUnavailable)
 		}
 	}
+}
+
+// reviseFlash brings this backend's copy of a flash voucher and the gate's definition to one
+// revision, after the gate answered that it holds revision held rather than v's, and returns
+// errRevised: the reservation is decided again with the voucher as it is now.
+//
+//   - The gate is behind (its Redis lost an edit, or the edit's own step in Redis failed): this
+//     copy, read from the database, is the newer; give it to the gate.
+//   - The gate is ahead: read the voucher again. An edit gives the gate its definition while it
+//     holds the voucher's row lock, just before it commits, so for a moment the gate may be
+//     ahead of the database too; wait a little for the commit. A gate still ahead after a few
+//     tries holds an edit whose commit failed, which repairGate undoes.
+func (s *Service) reviseFlash(ctx context.Context, v Voucher, held int64, try int) error {
+	if held < v.Revision {
+		if _, err := s.gate.Configure(ctx, v, ConfigureNewer); err != nil {
+			return s.unavailable(err, "reserve %s: give the gate revision %d", v.Code, v.Revision)
+		}
+		return errRevised
+	}
+	fresh, err := s.freshVoucher(ctx, v.Code)
+	if err != nil {
+		return s.unavailable(err, "reserve %s: read voucher again", v.Code)
+	}
+	if fresh.Revision >= held {
+		return errRevised
+	}
+	if try >= revisedTries/2 {
+		if err := s.repairGate(ctx, v.Code); err != nil {
+			return s.unavailable(err, "reserve %s", v.Code)
+		}
+		return errRevised
+	}
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("reserve %s: %w: %w", v.Code, ErrUnavailable, ctx.Err())
+	case <-time.After(pollFirst << try):
+	}
+	return errRevised
 }
 
 // awaitFirstAttempt handles a retry whose order holds a use in Redis: it answers 201 only from a

@@ -39,6 +39,32 @@ func (s *Service) Release(ctx context.Context, code, orderID string) (Redemption
 	return r, nil
 }
 
+// Refund refunds a confirmed order and gives its use back: in the database (used_count, the
+// customer's slot) in one transaction, then for a flash voucher in Redis, telling the edges when
+// that makes a sold-out voucher available. The use comes back once however often the refund is
+// sent, on whichever backend: the database moves the order out of CONFIRMED once, and the Redis
+// step of a repeated refund changes nothing unless the order is still held. Errors:
+// ErrNotConfirmed (a RESERVED order: release it), ErrReleased, ErrReservationNotFound,
+// ErrVoucherNotFound, ErrUnavailable.
+func (s *Service) Refund(ctx context.Context, code, orderID string) (Redemption, error) {
+	if !s.enter() {
+		return Redemption{}, errClosed("refund " + code + "/" + orderID)
+	}
+	defer s.leave()
+	v, err := s.voucher(ctx, code)
+	if err != nil {
+		return Redemption{}, s.unavailable(err, "refund %s/%s: read voucher", code, orderID)
+	}
+	r, _, err := s.store.Refund(ctx, code, orderID, s.cfg.Clock.Now())
+	if err != nil {
+		return Redemption{}, s.unavailable(err, "refund %s/%s", code, orderID)
+	}
+	if v.FlashSale && s.gate != nil {
+		s.ReleaseInGate(code, orderID)
+	}
+	return r, nil
+}
+
 // ReleaseInGate gives back in Redis the use of an order the database has released, and tells
 // the edges when that makes a sold-out voucher available. A failure is logged: the reconciler
 // releases what stays held.

@@ -46,6 +46,29 @@ type Store interface {
 	// released is false when it was released before. It returns ErrConfirmed,
 	// ErrReservationNotFound or ErrVoucherNotFound.
 	Release(ctx context.Context, code, orderID string, now time.Time) (r Redemption, released bool, err error)
+	// Refund refunds a CONFIRMED redemption and gives its use back (used_count, the customer's
+	// slot) in the same transaction, which locks the voucher row first; refunded is false when
+	// it was refunded before. It returns ErrNotConfirmed (RESERVED), ErrReleased,
+	// ErrReservationNotFound or ErrVoucherNotFound.
+	Refund(ctx context.Context, code, orderID string, now time.Time) (r Redemption, refunded bool, err error)
+	// EditVoucher changes the voucher code in one transaction that first locks its row FOR
+	// UPDATE, so no reservation, release, refund or other edit of it commits meanwhile. edit
+	// gets the voucher and its used_count as they stand and returns the voucher as it must be,
+	// or a refusal (nothing is written). When that differs from the voucher, hold runs next,
+	// still under the lock (an error from it writes nothing), then the new definition is written
+	// with Revision + 1 and the change recorded (Diff) at at, and committed. It returns the
+	// voucher before and after, equal when nothing changed. Errors: ErrVoucherNotFound, edit's
+	// and hold's; an infrastructure error wraps ErrNotWritten when certainly nothing was
+	// committed, otherwise the outcome is unknown.
+	EditVoucher(ctx context.Context, code string, at time.Time, edit func(v Voucher, used int) (Voucher, error),
+		hold func(ctx context.Context, before, after Voucher) error) (before, after Voucher, err error)
+	// WithVoucher runs fn with the voucher read under a lock that an edit waits for (FOR KEY
+	// SHARE, which reservations do not), so the definition fn sees stays the database's until fn
+	// returns. ErrVoucherNotFound.
+	WithVoucher(ctx context.Context, code string, fn func(ctx context.Context, v Voucher) error) error
+	// DeleteVoucher deletes a voucher that has never been redeemed (nor had a redemption
+	// released or refunded): ErrVoucherInUse otherwise, ErrVoucherNotFound.
+	DeleteVoucher(ctx context.Context, code string) error
 	// ActiveRedemptions lists the voucher's RESERVED and CONFIRMED redemptions.
 	ActiveRedemptions(ctx context.Context, code string) ([]Redemption, error)
 	// ExpireHolds releases up to limit RESERVED redemptions whose hold expired at now, with
@@ -65,14 +88,43 @@ const (
 	GateOutOfStock                        // no use left
 	GateAtLimit                           // the customer holds per_user_limit uses
 	GateNotLoaded                         // the voucher is not in Redis
+	GateStale                             // the gate holds another revision of the voucher than the caller's
+	GatePaused                            // the gate holds the voucher paused
 )
 
 // GateResult is the gate's answer: for GateReserved the uses left after the take, for
-// GateHeld the holder the order was stored with.
+// GateHeld the holder the order was stored with, for GateStale the revision the gate holds (0:
+// none).
 type GateResult struct {
 	Outcome   GateOutcome
 	Remaining int64
 	Holder    Holder
+	Revision  int64
+}
+
+// ConfigureMode says when Gate.Configure gives the gate a definition: ConfigureNewer, or
+// ConfigureForce, either with ConfigureChecked or not.
+type ConfigureMode int
+
+// Configure modes.
+const (
+	// ConfigureNewer applies a definition newer than the gate's (by revision), else nothing.
+	ConfigureNewer ConfigureMode = 0
+	// ConfigureForce applies the definition whatever the gate holds: the database's, when the
+	// gate holds a revision the database never committed (an edit whose commit failed).
+	ConfigureForce ConfigureMode = 1 << iota
+	// ConfigureChecked refuses a total_limit below the uses the gate holds (orders being
+	// written included): an edit lowering the limit.
+	ConfigureChecked
+)
+
+// Configured is what Gate.Configure did: whether it applied the definition or Refused it
+// (ConfigureChecked), the revision the gate held before (0: none), the uses it holds, and for
+// a loaded voucher the uses left after.
+type Configured struct {
+	Applied, Refused, Loaded bool
+	HeldRevision             int64
+	Held, Remaining          int64
 }
 
 // GatePeek is what the gate holds for one order and customer, read without changing anything:
@@ -105,12 +157,20 @@ func (h Holder) Same(o Holder) bool {
 // Implementations MUST be safe for concurrent use. Every method returns an error when Redis
 // does not answer within the gate's timeout; none blocks longer.
 type Gate interface {
+	// Reserve takes a use for the order under v's definition; GateStale when the gate holds
+	// another revision of it (the caller reads the voucher again, or configures the gate with
+	// its newer one, and decides again).
 	Reserve(ctx context.Context, v Voucher, orderID string, h Holder) (GateResult, error)
+	// Configure gives the gate v's definition (revision, total_limit, per_user_limit, paused) as
+	// mode says, atomically with respect to every reservation: remaining becomes total_limit
+	// minus the orders held (R1), also when the voucher is loaded later.
+	Configure(ctx context.Context, v Voucher, mode ConfigureMode) (Configured, error)
 	// Release gives back the use orderID holds, if it holds one and (when expect is not nil)
 	// it is held by *expect; remaining is the uses left after it (-1 if not loaded).
 	Release(ctx context.Context, code, orderID string, expect *Holder) (released bool, remaining int64, err error)
 	// Load loads the voucher from its active redemptions unless it is loaded; loading twice
-	// never adds uses.
+	// never adds uses. It takes v's definition unless the gate holds a newer one (Configure
+	// before the load), whose total_limit it then counts from.
 	Load(ctx context.Context, v Voucher, active []Redemption) (remaining int64, err error)
 	// Holding returns the holder of orderID, if any.
 	Holding(ctx context.Context, code, orderID string) (Holder, bool, error)
@@ -133,7 +193,8 @@ type Gate interface {
 	// An order held for another customer MUST become r's, in the same use: that take can never
 	// be written (one redemption per orderId), and its attempt must find nothing to give back.
 	PutBack(ctx context.Context, r Redemption) (bool, error)
-	// Recount restores remaining + held orders = total_limit and the per-customer counts.
+	// Recount restores remaining + held orders = total_limit and the per-customer counts, with
+	// the total_limit of the definition the gate holds (v's when it holds none).
 	Recount(ctx context.Context, v Voucher) (Recount, error)
 	// Forget deletes the voucher from the gate; false if it was not loaded. Only for a voucher
 	// over long enough that no hold or write of it can be left: a call after it loads it anew.
@@ -154,9 +215,11 @@ type Notifier interface {
 	SoldOut(code string)
 	// BackInStock says a release made a use of code available again.
 	BackInStock(code string)
-	// HoldersChanged says orders were put back in Redis: a sold-out state must be published
-	// again with them among its holders.
+	// HoldersChanged says orders were put back in Redis, or the voucher was paused, resumed or
+	// given another limit: its state must be published again, whatever was published last.
 	HoldersChanged(code string)
+	// Deleted says the voucher is gone: the edges must forget whatever they hold of it.
+	Deleted(code string)
 	// State reads, now, the sold-out state the edges are told: sold out or not, and when sold
 	// out which orders hold a use. Unlike the others it waits for Redis.
 	State(ctx context.Context, code string) (events.VoucherState, error)

@@ -36,7 +36,7 @@ type ReconcileConfig struct {
 // (R1), a voucher Redis lost loaded again.
 func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig) (Reconciliation, error) {
 	rep := Reconciliation{Code: code, Released: []string{}, PutBack: []string{}}
-	v, err := s.voucher(ctx, code)
+	v, err := s.freshVoucher(ctx, code) // the database's definition, which the gate must hold
 	if err != nil {
 		return rep, err
 	}
@@ -57,6 +57,9 @@ func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig
 		if before, _, err = s.gate.Remaining(ctx, code); err != nil {
 			return rep, s.unavailable(err, "reconcile %s", code)
 		}
+	}
+	if err := s.syncDefinition(ctx, v); err != nil {
+		return rep, err
 	}
 	// Redis first, then the database: an order taken in between shows as a row Redis
 	// "lost", and putting it back is a no-op for an order Redis holds.
@@ -89,6 +92,26 @@ func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig
 			"released", len(rep.Released), "putBack", len(rep.PutBack), "recounted", rep.Recounted)
 	}
 	return rep, nil
+}
+
+// syncDefinition gives the gate v's definition, the database's, if it holds an older one, and
+// has it repaired when it holds one the database never committed (repairGate). An edit whose
+// own step in Redis failed, or a Redis that lost the definition, is put right here.
+func (s *Service) syncDefinition(ctx context.Context, v Voucher) error {
+	c, err := s.gate.Configure(ctx, v, ConfigureNewer)
+	switch {
+	case err != nil:
+		return s.unavailable(err, "reconcile %s: give the gate revision %d", v.Code, v.Revision)
+	case c.Applied:
+		s.cfg.Log.Warn("the redis gate held an older definition; gave it the database's", "code", v.Code,
+			"gateRevision", c.HeldRevision, "revision", v.Revision)
+		s.notify.HoldersChanged(v.Code)
+	case c.HeldRevision > v.Revision:
+		if err := s.repairGate(ctx, v.Code); err != nil {
+			return s.unavailable(err, "reconcile %s", v.Code)
+		}
+	}
+	return nil
 }
 
 // putBackLost puts back in the gate the active rows it does not hold for their customers (R2):
@@ -198,7 +221,7 @@ func (s *Service) WarmUpcoming(ctx context.Context, ahead time.Duration) (int, e
 		if v.StartsAt.After(now.Add(ahead)) {
 			continue
 		}
-		s.vouchers.LoadOrStore(v.Code, v)
+		s.remember(v)
 		if _, loaded, err := s.gate.Remaining(ctx, v.Code); err != nil || loaded {
 			if err != nil {
 				errs = append(errs, err)

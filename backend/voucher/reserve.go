@@ -18,18 +18,42 @@ type Request struct {
 
 // Reserve takes one use of the voucher for the order, or answers a retry of the same order as
 // it was answered before. It never takes a second use for an orderId.
+//
+// It decides with this backend's copy of the voucher, which the path checks against the
+// voucher's revision where the use is taken (the flash gate's definition, the normal path's
+// lookup): a copy older than an edit is read again and the reservation decided anew with it,
+// so no reservation decided after an edit committed uses the definition before it.
 func (s *Service) Reserve(ctx context.Context, req Request) (Redemption, error) {
 	if !s.enter() {
 		return Redemption{}, errClosed("reserve " + req.Code)
 	}
 	defer s.leave()
-	v, err := s.voucher(ctx, req.Code)
-	if err != nil {
-		return Redemption{}, s.unavailable(err, "reserve %s: read voucher", req.Code)
+	for try := 1; ; try++ {
+		v, err := s.voucher(ctx, req.Code)
+		if err != nil {
+			return Redemption{}, s.unavailable(err, "reserve %s: read voucher", req.Code)
+		}
+		r, err := s.reserveAs(ctx, v, req, try)
+		if !errors.Is(err, errRevised) {
+			return r, err
+		}
+		if try == revisedTries {
+			return Redemption{}, fmt.Errorf("reserve %s: the voucher changed %d times while deciding: %w", req.Code, try, ErrUnavailable)
+		}
 	}
+}
+
+// errRevised says the voucher changed under a reservation, which is decided again with the
+// voucher as it is now; revisedTries bounds how often.
+var errRevised = errors.New("voucher revised meanwhile")
+
+const revisedTries = 6
+
+// reserveAs decides the reservation with v, the try-th copy of the voucher it was given.
+func (s *Service) reserveAs(ctx context.Context, v Voucher, req Request, try int) (Redemption, error) {
 	now := s.cfg.Clock.Now()
-	if !v.Open(now) || req.OrderAmount < v.MinOrderAmount {
-		return s.closed(ctx, v, req, now)
+	if why := v.Refusal(now, req.OrderAmount); why != nil {
+		return s.closed(ctx, v, req, now, why)
 	}
 	h := Hold{
 		VoucherCode:    v.Code,
@@ -38,10 +62,10 @@ func (s *Service) Reserve(ctx context.Context, req Request) (Redemption, error) 
 		OrderAmount:    req.OrderAmount,
 		DiscountAmount: v.Discount(req.OrderAmount),
 		ReservedAt:     now,
-		ExpiresAt:      now.Add(s.cfg.HoldTTL),
+		ExpiresAt:      now.Add(v.holdTTL(s.cfg.HoldTTL)),
 	}
 	if v.FlashSale {
-		return s.reserveFlash(ctx, v, h)
+		return s.reserveFlash(ctx, v, h, try)
 	}
 	return s.reserveInDB(ctx, v, h)
 }
@@ -58,6 +82,12 @@ func (s *Service) reserveInDB(ctx context.Context, v Voucher, h Hold) (Redemptio
 		return Redemption{}, s.unavailable(err, "reserve %s: look up order", h.VoucherCode)
 	case seen.Existing != nil:
 		return answerRetry(req, *seen.Existing)
+	case seen.Revision > v.Revision:
+		// an edit committed since this copy was read: decide with the voucher as it is
+		if _, err := s.freshVoucher(ctx, v.Code); err != nil {
+			return Redemption{}, s.unavailable(err, "reserve %s: read voucher again", v.Code)
+		}
+		return Redemption{}, errRevised
 	case seen.SoldOut:
 		return Redemption{}, ErrOutOfStock // the late crowd never queues for the voucher's row lock
 	}
@@ -89,6 +119,8 @@ func answerRetry(req Request, r Redemption) (Redemption, error) {
 		return Redemption{}, fmt.Errorf("order %s belongs to another reservation: %w", wire.ClientOrderID(req.OrderID), ErrAlreadyUsed)
 	case r.Status == wire.StatusReleased:
 		return Redemption{}, ErrReleased
+	case r.Status == wire.StatusRefunded:
+		return Redemption{}, ErrRefunded
 	}
 	return r, nil
 }

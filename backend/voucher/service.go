@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sync"
 	"sync/atomic"
@@ -35,7 +37,7 @@ type Service struct {
 	notify Notifier
 	cfg    Config
 
-	vouchers sync.Map // code -> Voucher; vouchers never change once created
+	vouchers sync.Map // code -> cachedVoucher: each backend's copy, read again after voucherFresh
 	loads    singleflight.Group
 	writers  sync.Map // code -> *writer, one per flash voucher written by this process
 	written  batchCounts
@@ -67,6 +69,9 @@ func NewService(store Store, gate Gate, notify Notifier, cfg Config) *Service {
 		counts: newServiceMetrics(cfg.Metrics)}
 }
 
+// HoldTTL is how long a reservation is held unless confirmed, for a voucher without its own.
+func (s *Service) HoldTTL() time.Duration { return s.cfg.HoldTTL }
+
 // batchCounts counts the flash writers' transactions and the holds they carried.
 type batchCounts struct{ batches, holds atomic.Int64 }
 
@@ -76,17 +81,54 @@ func (s *Service) WriteBatches() (batches, holds int64) {
 	return s.written.batches.Load(), s.written.holds.Load()
 }
 
-// voucher returns the voucher from the cache, reading it from the store once.
+// voucherFresh is how long a backend answers from its copy of a voucher before reading it
+// again. Reservations do not depend on it: a flash reservation's gate and a normal one's
+// lookup both name the revision they hold, and one made with an older copy is decided again
+// with the voucher read anew (reserve.go). What it bounds is a refusal from an old copy (an
+// edit on another backend extended the period a second ago) and a dry run's answer.
+const voucherFresh = time.Second
+
+// cachedVoucher is a backend's copy of a voucher and when it was read, by the monotonic clock
+// (how old a copy is has nothing to do with the business clock).
+type cachedVoucher struct {
+	v  Voucher
+	at time.Time
+}
+
+// voucher returns the voucher from the cache while its copy is fresh, else from the store.
 func (s *Service) voucher(ctx context.Context, code string) (Voucher, error) {
-	if v, ok := s.vouchers.Load(code); ok {
-		return v.(Voucher), nil
+	if c, ok := s.vouchers.Load(code); ok && time.Since(c.(cachedVoucher).at) < voucherFresh {
+		return c.(cachedVoucher).v, nil
 	}
+	return s.freshVoucher(ctx, code)
+}
+
+// freshVoucher reads the voucher from the store and keeps the copy.
+func (s *Service) freshVoucher(ctx context.Context, code string) (Voucher, error) {
 	v, err := s.store.Voucher(ctx, code)
+	if errors.Is(err, ErrVoucherNotFound) {
+		s.vouchers.Delete(code)
+	}
 	if err != nil {
 		return Voucher{}, err
 	}
-	s.vouchers.Store(code, v)
+	s.remember(v)
 	return v, nil
+}
+
+// remember keeps v as this backend's copy of its voucher, unless a newer revision is kept (two
+// reads finishing out of order).
+func (s *Service) remember(v Voucher) {
+	fresh := cachedVoucher{v: v, at: time.Now()}
+	for {
+		old, loaded := s.vouchers.LoadOrStore(v.Code, fresh)
+		if !loaded {
+			return
+		}
+		if old.(cachedVoucher).v.Revision > v.Revision || s.vouchers.CompareAndSwap(v.Code, old, fresh) {
+			return
+		}
+	}
 }
 
 // Create stores a new voucher and, for a flash voucher, loads it into the gate.
@@ -95,6 +137,11 @@ func (s *Service) Create(ctx context.Context, v Voucher) error {
 		return err
 	}
 	if v.FlashSale && s.gate != nil {
+		// Keys under the code are a deleted voucher's, whose Delete could not remove them: the
+		// new one has no redemption, so they hold nothing of it.
+		if _, err := s.gate.Forget(ctx, v.Code); err != nil {
+			s.cfg.Log.Warn("drop redis keys left under a new voucher's code", "code", v.Code, "err", err)
+		}
 		if err := s.Warm(ctx, v.Code); err != nil {
 			// the first reservation loads it; the voucher exists either way
 			s.cfg.Log.Warn("load new flash voucher into redis", "code", v.Code, "err", err)
@@ -106,7 +153,7 @@ func (s *Service) Create(ctx context.Context, v Voucher) error {
 // Warm loads a flash voucher into the gate from its active redemptions, unless it is loaded.
 // Concurrent calls in this process share one load; across processes the gate's load is atomic.
 func (s *Service) Warm(ctx context.Context, code string) error {
-	v, err := s.voucher(ctx, code)
+	v, err := s.freshVoucher(ctx, code) // the definition the load gives the gate
 	if err != nil {
 		return err
 	}

@@ -88,6 +88,10 @@ func (e *env) createFlash(t *testing.T, code string, total, perUser int) voucher
 	if err := e.store.CreateVoucher(context.Background(), v); err != nil {
 		t.Fatal(err)
 	}
+	v, err := e.store.Voucher(context.Background(), code) // as stored: its revision
+	if err != nil {
+		t.Fatal(err)
+	}
 	return v
 }
 
@@ -100,6 +104,7 @@ type recorder struct {
 func (r *recorder) SoldOut(code string)        { r.add("sold out " + code) }
 func (r *recorder) BackInStock(code string)    { r.add("back in stock " + code) }
 func (r *recorder) HoldersChanged(code string) { r.add("holders changed " + code) }
+func (r *recorder) Deleted(code string)        { r.add("deleted " + code) }
 func (r *recorder) State(_ context.Context, code string) (events.VoucherState, error) {
 	return events.VoucherState{Code: code}, nil
 }

@@ -28,12 +28,12 @@ func (s *Service) Validate(ctx context.Context, req Request) (Redemption, error)
 		return Redemption{}, s.unavailable(err, "validate %s: read voucher", req.Code)
 	}
 	now := s.cfg.Clock.Now()
-	if !v.Open(now) || req.OrderAmount < v.MinOrderAmount {
-		return s.closed(ctx, v, req, now)
+	if why := v.Refusal(now, req.OrderAmount); why != nil {
+		return s.closed(ctx, v, req, now, why)
 	}
 	grant := Redemption{VoucherCode: v.Code, CustomerID: req.CustomerID, OrderID: req.OrderID,
 		Status: wire.StatusReserved, OrderAmount: req.OrderAmount, DiscountAmount: v.Discount(req.OrderAmount),
-		ReservedAt: now, HoldExpiresAt: now.Add(s.cfg.HoldTTL)}
+		ReservedAt: now, HoldExpiresAt: now.Add(v.holdTTL(s.cfg.HoldTTL))}
 	if v.FlashSale {
 		return s.validateFlash(ctx, v, req, grant)
 	}
@@ -100,15 +100,15 @@ func (s *Service) fromRow(ctx context.Context, req Request, grant Redemption) (R
 	return Redemption{}, s.unavailable(err, "validate %s: read order", req.Code)
 }
 
-// closed answers a request for a voucher that is not open at now, or an order below its
-// minimum: a granted order keeps its answer after the voucher ended; any other gets
-// ErrNotEligible. Before the start no order can exist, so the crowd waiting for the opening
-// costs no lookup.
-func (s *Service) closed(ctx context.Context, v Voucher, req Request, now time.Time) (Redemption, error) {
+// closed answers a request the voucher refuses for why (Voucher.Refusal: paused, not open at
+// now, an order below its minimum): a granted order keeps its answer while the voucher is
+// paused and after it ended; any other gets why. Before the start no order can exist, so the
+// crowd waiting for the opening costs no lookup.
+func (s *Service) closed(ctx context.Context, v Voucher, req Request, now time.Time, why error) (Redemption, error) {
 	if !now.Before(v.StartsAt) {
 		if r, err := s.store.Redemption(ctx, req.OrderID); err == nil {
 			return answerRetry(req, r)
 		}
 	}
-	return Redemption{}, ErrNotEligible
+	return Redemption{}, why
 }

@@ -15,7 +15,11 @@ type viewsStore struct {
 	err  error
 }
 
-func (v viewsStore) VoucherPage(context.Context, string, int) ([]voucher.Usage, bool, error) {
+func (v viewsStore) VoucherPage(context.Context, voucher.VoucherFilter, int) ([]voucher.Usage, bool, error) {
+	return nil, false, v.err
+}
+
+func (v viewsStore) ChangePage(context.Context, string, int64, int) ([]voucher.Change, bool, error) {
 	return nil, false, v.err
 }
 
@@ -53,7 +57,7 @@ func TestViewsOutcomes(t *testing.T) {
 				t.Errorf("redemptions of %s: %v, more %v, %v; want %d rows, %v", c.code, page, more, err, c.wantPage, c.wantErr)
 			}
 			if c.code == "V" && c.wantErr != nil {
-				if _, _, err := svc.VoucherPage(context.Background(), "", 10); !errors.Is(err, voucher.ErrUnavailable) {
+				if _, _, err := svc.VoucherPage(context.Background(), voucher.VoucherFilter{}, 10); !errors.Is(err, voucher.ErrUnavailable) {
 					t.Errorf("vouchers: %v; want %v", err, voucher.ErrUnavailable)
 				}
 			}

@@ -1,4 +1,5 @@
-// Package listen keeps the edge's sold-out cache in step with the backends over NATS.
+// Package listen keeps the edge's sold-out cache in step with the backends over NATS: sold-out
+// and paused states alike ("held": the edge answers their new orders from memory).
 //
 // The edge reads the JetStream key-value bucket the backends write (events.Names.StateBucket,
 // one key per voucher holding its latest events.VoucherState) with a watch, started at
@@ -69,7 +70,7 @@ type Listener struct {
 	syncOnce sync.Once
 	syncs    atomic.Uint64 // complete snapshots so far
 	// The bucket as the current watch has delivered it: the vouchers whose state there is sold
-	// out, and when the watch was last known to have delivered the whole bucket (unix ns).
+	// out or paused, and when the watch was last known to have delivered the whole bucket (unix ns).
 	bucketMu    sync.Mutex
 	bucketSold  map[string]bool
 	confirmedAt atomic.Int64
@@ -348,7 +349,7 @@ func (l *Listener) checkWatch() {
 }
 
 // confirm records that the watch had delivered the whole bucket at time at, and renews the
-// entry of every voucher the bucket says is sold out to live Keep past at.
+// entry of every voucher the bucket says is sold out or paused to live Keep past at.
 func (l *Listener) confirm(at time.Time) {
 	if !l.watching.Load() {
 		return
@@ -363,11 +364,12 @@ func (l *Listener) confirm(at time.Time) {
 	}
 }
 
-// noteBucket records the bucket's current state of code as the watch delivered it.
-func (l *Listener) noteBucket(code string, soldOut bool) {
+// noteBucket records the bucket's current state of code as the watch delivered it: held (sold
+// out or paused) or not.
+func (l *Listener) noteBucket(code string, held bool) {
 	l.bucketMu.Lock()
 	defer l.bucketMu.Unlock()
-	if soldOut {
+	if held {
 		l.bucketSold[code] = true
 	} else {
 		delete(l.bucketSold, code)
@@ -408,7 +410,7 @@ func (l *Listener) apply(e jetstream.KeyValueEntry) {
 	default: // deleted or purged: nothing says it is sold out
 		s = events.VoucherState{Code: code}
 	}
-	l.noteBucket(code, s.SoldOut)
+	l.noteBucket(code, s.Held())
 	if err := l.cache.Apply(s); errors.Is(err, soldout.ErrStale) {
 		l.stale.Add(1)
 		l.log.Debug("voucher state older than the cache's; ignored", "code", code, "version", s.Version)
@@ -418,7 +420,7 @@ func (l *Listener) apply(e jetstream.KeyValueEntry) {
 		return
 	}
 	l.applied.Add(1)
-	if s.SoldOut && l.watching.Load() {
+	if s.Held() && l.watching.Load() {
 		// A watch known to be complete just delivered it: as confirmed as a check would make it.
 		l.cache.Renew(code, time.Now())
 	}

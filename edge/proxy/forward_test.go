@@ -187,7 +187,7 @@ func TestRoutesAndBadInput(t *testing.T) {
 		{"GET", "/vouchers/FLASH/reservations", "", 405, "METHOD_NOT_ALLOWED", "POST"},
 		{"PUT", "/vouchers/FLASH/reservations/o-1/confirm", "", 405, "METHOD_NOT_ALLOWED", "POST"},
 		{"POST", "/vouchers/FLASH/reservations/o-1", "", 405, "METHOD_NOT_ALLOWED", "DELETE"},
-		{"POST", "/vouchers/flash/reservations", `{}`, 400, "BAD_REQUEST", ""},
+		{"POST", "/vouchers/fl%C3%A4sh/reservations", `{}`, 400, "BAD_REQUEST", ""},
 		{"POST", "/vouchers/" + strings.Repeat("A", 33) + "/reservations", `{}`, 400, "BAD_REQUEST", ""},
 		{"DELETE", "/vouchers/FLASH/reservations/" + strings.Repeat("o", 65), "", 400, "BAD_REQUEST", ""},
 		{"POST", "/vouchers/FLASH/reservations/x/unknown", "", 404, "NOT_FOUND", ""},

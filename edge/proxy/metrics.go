@@ -19,6 +19,10 @@ type metrics struct {
 	answers         *prometheus.CounterVec                 // by route, status and outcome code
 	soldOutAnswers  prometheus.Counter                     // answers{route=reserve,status=409,code=OUT_OF_STOCK}, resolved once
 	soldOutValids   prometheus.Counter                     // answers{route=validate,status=200,code=OUT_OF_STOCK}, resolved once
+	pausedAnswers   prometheus.Counter                     // answers{route=reserve,status=422,code=NOT_ELIGIBLE}, resolved once
+	pausedValids    prometheus.Counter                     // answers{route=validate,status=200,code=NOT_ELIGIBLE}, resolved once
+	paused          prometheus.Counter                     // reservations of a paused voucher answered 422 here
+	pausedValid     prometheus.Counter                     // dry runs of a paused voucher answered "not valid: NOT_ELIGIBLE PAUSED" here
 	soldOut         prometheus.Counter                     // reservations answered 409 here
 	soldOutValid    prometheus.Counter                     // dry runs answered "not valid: OUT_OF_STOCK" here
 	holderForwards  prometheus.Counter                     // reservations of a sold-out voucher forwarded: a holder's retry (or a false positive)
@@ -36,7 +40,7 @@ type metrics struct {
 
 var routeNames = [...]string{
 	routeCheckout: "checkout", routeLocal: "local", routeReserve: "reserve", routeValidate: "validate", routeConfirm: "confirm",
-	routeRelease: "release", routeQuota: "quota", routeNotFound: "not_found", routeBadCode: "bad_code",
+	routeRelease: "release", routeRefund: "refund", routeQuota: "quota", routeNotFound: "not_found", routeBadCode: "bad_code",
 	routeBadOrder: "bad_order",
 }
 
@@ -51,6 +55,8 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	m := metrics{
 		soldOut:         counter("vg_edge_soldout_answers_total", "Reservations answered 409 OUT_OF_STOCK by the edge."),
 		soldOutValid:    counter("vg_edge_soldout_validate_answers_total", "Dry runs of reservations (validate) answered OUT_OF_STOCK by the edge."),
+		paused:          counter("vg_edge_paused_answers_total", "Reservations of a paused voucher answered 422 NOT_ELIGIBLE (PAUSED) by the edge."),
+		pausedValid:     counter("vg_edge_paused_validate_answers_total", "Dry runs of reservations of a paused voucher answered NOT_ELIGIBLE (PAUSED) by the edge."),
 		holderForwards:  counter("vg_edge_holder_forwards_total", "Reservations of a sold-out voucher forwarded because the order may hold a use."),
 		unreadable:      counter("vg_edge_unreadable_forwards_total", "Reservations of a sold-out voucher forwarded because the backend would refuse the body (it gets the backend's 400)."),
 		slowReads:       counter("vg_edge_slow_reads_total", "Reservations of a sold-out voucher whose orderId the fast scanner could not be certain of, read with a full JSON decode."),
@@ -78,13 +84,16 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	}
 	m.soldOutAnswers = m.answers.WithLabelValues(routeNames[routeReserve], "409", wire.CodeOutOfStock)
 	m.soldOutValids = m.answers.WithLabelValues(routeNames[routeValidate], "200", wire.CodeOutOfStock)
+	m.pausedAnswers = m.answers.WithLabelValues(routeNames[routeReserve], "422", wire.CodeNotEligible)
+	m.pausedValids = m.answers.WithLabelValues(routeNames[routeValidate], "200", wire.CodeNotEligible)
 	upstream := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vg_edge_upstream_errors_total",
 		Help: "Failed upstream calls by the status the edge answered."}, []string{"status"})
 	for i, status := range upstreamStatuses {
 		m.upstreamErrors[i] = upstream.WithLabelValues(strconv.Itoa(status))
 	}
 	if reg != nil {
-		reg.MustRegister(requests, duration, m.answers, upstream, m.soldOut, m.soldOutValid, m.holderForwards, m.unreadable,
+		reg.MustRegister(requests, duration, m.answers, upstream, m.soldOut, m.soldOutValid, m.paused, m.pausedValid,
+			m.holderForwards, m.unreadable,
 			m.learnedFrom409, m.refreshesAsked, m.rejectedRequest, m.slowReads, m.bodyBudgetFull, m.reserveWaits,
 			m.tokensRefused, m.subjectRefused)
 	}
@@ -101,8 +110,8 @@ func (m *metrics) upstreamError(status int) {
 
 var notValidPrefix = []byte(`{"valid":false,"error":"`) // a dry run's refusal: its code is the outcome
 
-// answered counts and times the answer in ctx to a request of route r. The sold-out answers
-// (a reservation's, a dry run's) are counted on counters resolved once; others look theirs up
+// answered counts and times the answer in ctx to a request of route r. The answers from memory
+// (a sold-out or paused voucher's reservation, or dry run) are counted on counters resolved once; others look theirs up
 // by label. A dry run's refusal is counted under its code.
 func (m *metrics) answered(r route, ctx *fasthttp.RequestCtx) {
 	m.duration[r].Observe(time.Since(ctx.Time()).Seconds())
@@ -117,6 +126,12 @@ func (m *metrics) answered(r route, ctx *fasthttp.RequestCtx) {
 		return
 	case r == routeValidate && status == fasthttp.StatusOK && bytes.Equal(body, soldOutValidBody):
 		m.soldOutValids.Inc()
+		return
+	case r == routeReserve && status == fasthttp.StatusUnprocessableEntity && bytes.Equal(body, pausedBody):
+		m.pausedAnswers.Inc()
+		return
+	case r == routeValidate && status == fasthttp.StatusOK && bytes.Equal(body, pausedValidBody):
+		m.pausedValids.Inc()
 		return
 	}
 	prefix := wire.ErrorPrefix

@@ -16,6 +16,7 @@ const (
 	routeValidate              // POST /vouchers/{code}/validate, a reservation's dry run: may be answered here
 	routeConfirm               // POST /vouchers/{code}/reservations/{orderId}/confirm
 	routeRelease               // DELETE /vouchers/{code}/reservations/{orderId}
+	routeRefund                // POST /vouchers/{code}/reservations/{orderId}/refund
 	routeQuota                 // /quotas/deduct, /quotas/rollback, /quotas/check, /quotas/usage
 	routeNotFound              // a backend path that does not exist, or one the edge hides
 	routeBadCode               // a voucher path with an invalid code
@@ -37,10 +38,13 @@ var (
 	prefixAdmin    = []byte("/admin")
 	segReservation = []byte("reservations")
 	segConfirm     = []byte("confirm")
+	segRefund      = []byte("refund")
 	segValidate    = []byte("validate")
 )
 
 // matchPath routes a normalized, decoded path (fasthttp's ctx.Path). It does not allocate.
+// Voucher codes are case-insensitive: it upper-cases a voucher path's code in place, so the
+// sold-out cache is asked for the code as stored and the path forwarded names it so too.
 func matchPath(path []byte) match {
 	switch string(path) {
 	case "/healthz", "/readyz":
@@ -67,9 +71,10 @@ func matchPath(path []byte) match {
 	return match{route: routeCheckout}
 }
 
-// matchVoucher routes what follows /vouchers/.
+// matchVoucher routes what follows /vouchers/, upper-casing the code in place.
 func matchVoucher(rest []byte) match {
 	code, rest, _ := bytes.Cut(rest, []byte{'/'})
+	wire.UpperCode(code)
 	if !wire.ValidCode(string(code)) {
 		return match{route: routeBadCode}
 	}
@@ -90,6 +95,8 @@ func matchVoucher(rest []byte) match {
 		m.route, m.allow = routeRelease, "DELETE"
 	case bytes.Equal(rest, segConfirm):
 		m.route, m.allow = routeConfirm, "POST"
+	case bytes.Equal(rest, segRefund):
+		m.route, m.allow = routeRefund, "POST"
 	default:
 		return match{route: routeNotFound}
 	}
@@ -119,6 +126,7 @@ var servedRoutes = [...]struct {
 	{Endpoint{"POST", "/vouchers/{code}/validate"}, routeValidate},
 	{Endpoint{"POST", "/vouchers/{code}/reservations/{orderId}/confirm"}, routeConfirm},
 	{Endpoint{"DELETE", "/vouchers/{code}/reservations/{orderId}"}, routeRelease},
+	{Endpoint{"POST", "/vouchers/{code}/reservations/{orderId}/refund"}, routeRefund},
 	{Endpoint{"POST", "/quotas/deduct"}, routeQuota},
 	{Endpoint{"POST", "/quotas/check"}, routeQuota},
 	{Endpoint{"POST", "/quotas/rollback"}, routeQuota},

@@ -23,11 +23,18 @@ func TestMatchPath(t *testing.T) {
 		{"/vouchers/FLASH/state", routeNotFound, "", "", ""},
 		{"/vouchers/FLASH/validate", routeValidate, "POST", "FLASH", ""},
 		{"/vouchers/FLASH/validate/x", routeNotFound, "", "", ""},
-		{"/vouchers/bad/validate", routeBadCode, "", "", ""},
+		{"/vouchers/b@d/validate", routeBadCode, "", "", ""},
+		{"/vouchers/flash100/validate", routeValidate, "POST", "FLASH100", ""},
+		{"/vouchers/Flash_1-x/reservations/o-1", routeRelease, "DELETE", "FLASH_1-X", "o-1"},
+		{"/vouchers/FLASH/reservations/o-1/refund", routeRefund, "POST", "FLASH", "o-1"},
+		{"/vouchers/flash/reservations/O-1/refund", routeRefund, "POST", "FLASH", "O-1"},
+		{"/vouchers/fla\u017fh/reservations", routeBadCode, "", "", ""},
+		{"/vouchers/FLAſH/reservations", routeBadCode, "", "", ""},
 		{"/quotas/check", routeQuota, "POST", "", ""},
 		{"/vouchers/FLASH", routeNotFound, "", "", ""},
 		{"/vouchers/", routeBadCode, "", "", ""},
-		{"/vouchers/bad/reservations", routeBadCode, "", "", ""},
+		{"/vouchers/b%d/reservations", routeBadCode, "", "", ""},
+		{"/vouchers/bad/reservations", routeReserve, "POST", "BAD", ""},
 		{"/quotas/deduct", routeQuota, "POST", "", ""},
 		{"/quotas/usage", routeQuota, "GET", "", ""},
 		{"/quotas/", routeNotFound, "", "", ""},
@@ -48,9 +55,11 @@ func TestMatchPath(t *testing.T) {
 }
 
 func TestMatchPathDoesNotAllocate(t *testing.T) {
-	path := []byte("/vouchers/FLASH100/reservations")
-	if n := testing.AllocsPerRun(1000, func() { matchPath(path) }); n != 0 {
-		t.Fatalf("matchPath allocates %v times; want 0", n)
+	for _, p := range []string{"/vouchers/FLASH100/reservations", "/vouchers/flash100/reservations"} {
+		path := []byte(p)
+		if n := testing.AllocsPerRun(1000, func() { copy(path, p); matchPath(path) }); n != 0 {
+			t.Fatalf("matchPath(%q) allocates %v times; want 0", p, n)
+		}
 	}
 }
 
@@ -63,9 +72,12 @@ func FuzzMatchPath(f *testing.F) {
 	f.Fuzz(func(t *testing.T, path string) {
 		m := matchPath([]byte(path))
 		switch m.route {
-		case routeReserve, routeValidate, routeConfirm, routeRelease:
+		case routeReserve, routeValidate, routeConfirm, routeRelease, routeRefund:
 			if !wire.ValidCode(string(m.code)) || !strings.HasPrefix(path, "/vouchers/") {
 				t.Fatalf("%q routed to the backend with code %q", path, m.code)
+			}
+			if code, _, _ := strings.Cut(path[len("/vouchers/"):], "/"); wire.CanonicalCode(code) != string(m.code) {
+				t.Fatalf("%q routed with code %q; the path names %q", path, m.code, wire.CanonicalCode(code))
 			}
 			if m.route != routeReserve && m.route != routeValidate && wire.CheckID("orderId", string(m.order), wire.MaxOrderIDLen) != nil {
 				t.Fatalf("%q routed to the backend with orderId %q", path, m.order)

@@ -7,8 +7,15 @@ import (
 	"vouchergate/shared/wire"
 )
 
-// reserve answers a reservation for a voucher known to be sold out with 409, unless its order
-// may hold a use (a retry of a granted reservation, whose 201 must come again) or the backend
+// The answers for a paused voucher's new order: what the backend answers, without its message.
+var (
+	pausedBody = []byte(`{"error":"` + wire.CodeNotEligible + `","reason":"` + wire.ReasonPaused + `"}`)
+	// pausedValidBody is wire.ValidateResponse for a paused voucher.
+	pausedValidBody = []byte(`{"valid":false,"error":"` + wire.CodeNotEligible + `","reason":"` + wire.ReasonPaused + `"}`)
+)
+
+// reserve answers a reservation for a voucher known to be sold out with 409 (paused: 422
+// NOT_ELIGIBLE PAUSED), unless its order may hold a use (a retry of a granted reservation, whose 201 must come again) or the backend
 // would refuse its body (its 400 is the backend's to give): those, and every reservation of a
 // voucher not known to be sold out, go to the backend, through the waiting room (waitroom.go).
 //
@@ -53,7 +60,8 @@ func (p *Proxy) validate(ctx *fasthttp.RequestCtx, code []byte, shopper *wire.Sh
 
 // answeredFromMemory answers the reservation's 409 OUT_OF_STOCK (dryRun: the dry run's "not
 // valid: OUT_OF_STOCK") when code is known to be sold out and the request's order holds no use
-// of it, and reports whether it did. The orderId is read by the fast scanner, or, for a body it
+// of it, and reports whether it did; a paused voucher's is 422 NOT_ELIGIBLE PAUSED ("not valid:
+// NOT_ELIGIBLE PAUSED"), as the backend answers it: paused first, sold out or not. The orderId is read by the fast scanner, or, for a body it
 // cannot be certain of, by a full decode as the backend's; or it is decoded's, when the body was
 // decoded before.
 func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte, decoded *wire.ReserveRequest, dryRun bool) bool {
@@ -89,12 +97,26 @@ func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte, decode
 	if id := ctx.Request.Header.Peek(headerRequestID); validRequestID(id) {
 		ctx.Response.Header.SetBytesV(headerRequestID, id)
 	}
-	if dryRun {
+	switch {
+	case e.Paused() && dryRun:
+		p.counts.pausedValid.Inc()
+		answerFromMemory(ctx, fasthttp.StatusOK, pausedValidBody)
+	case e.Paused():
+		p.counts.paused.Inc()
+		answerFromMemory(ctx, fasthttp.StatusUnprocessableEntity, pausedBody)
+	case dryRun:
 		p.counts.soldOutValid.Inc()
 		answerSoldOutValidate(ctx)
-		return true
+	default:
+		p.counts.soldOut.Inc()
+		answerSoldOut(ctx)
 	}
-	p.counts.soldOut.Inc()
-	answerSoldOut(ctx)
 	return true
+}
+
+// answerFromMemory writes status with a fixed JSON body. It does not allocate.
+func answerFromMemory(ctx *fasthttp.RequestCtx, status int, body []byte) {
+	ctx.SetStatusCode(status)
+	ctx.Response.Header.SetContentTypeBytes(contentTypeJSON)
+	ctx.Response.SetBodyRaw(body)
 }

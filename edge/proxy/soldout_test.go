@@ -5,9 +5,11 @@ import (
 	"net"
 	"testing"
 	"time"
-	"vouchergate/testkit"
 
 	"github.com/valyala/fasthttp"
+
+	"vouchergate/shared/events"
+	"vouchergate/testkit"
 )
 
 func TestSoldOutVoucherIsAnsweredAtTheEdge(t *testing.T) {
@@ -190,5 +192,78 @@ func TestSoldOutValidateIsAnsweredAtTheEdge(t *testing.T) {
 	}
 	if a := e.do(t, "POST", "/quotas/check", `{}`); a.status != 200 || a.body != `{"path":"/quotas/check"}` {
 		t.Fatalf("quota check: %d %s; want it forwarded", a.status, a.body)
+	}
+}
+
+func pausedState(code string, soldOut bool, holders ...string) events.VoucherState {
+	s := soldOutState(code, holders...)
+	s.SoldOut, s.Paused = soldOut, true
+	return s
+}
+
+// A paused voucher's new orders, and their dry runs, are answered at the edge as the backend
+// answers them (NOT_ELIGIBLE, PAUSED: paused first, sold out or not), for the code in any case;
+// a holder's retry goes to the backend, and resuming lets new orders through again.
+func TestPausedVoucherIsAnsweredAtTheEdge(t *testing.T) {
+	for _, soldOut := range []bool{false, true} {
+		t.Run(fmt.Sprintf("soldOut=%v", soldOut), func(t *testing.T) {
+			b := newFakeBackend(map[string]int{"FLASH": 5})
+			addr, _ := testkit.ServeHTTP(t, b.handle)
+			e := startEdge(t, edgeConfig{backends: []string{addr}})
+			if a := e.reserve(t, "FLASH", "o-1"); a.status != 201 {
+				t.Fatalf("reserve o-1: %d %s", a.status, a.body)
+			}
+			if err := e.cache.Apply(pausedState("FLASH", soldOut, "o-1")); err != nil {
+				t.Fatal(err)
+			}
+			before := b.reserves.Load()
+			for i, code := range []string{"FLASH", "flash", "Flash"} {
+				a := e.reserve(t, code, fmt.Sprintf("new-%d", i))
+				if a.status != 422 || a.body != `{"error":"NOT_ELIGIBLE","reason":"PAUSED"}` {
+					t.Fatalf("new order of paused %s: %d %s", code, a.status, a.body)
+				}
+				a = e.do(t, "POST", "/vouchers/"+code+"/validate", `{"customerId":"c","orderId":"new-v","orderAmount":100}`)
+				if a.status != 200 || a.body != `{"valid":false,"error":"NOT_ELIGIBLE","reason":"PAUSED"}` {
+					t.Fatalf("dry run of paused %s: %d %s", code, a.status, a.body)
+				}
+			}
+			if n := b.reserves.Load() - before; n != 0 {
+				t.Fatalf("backend saw %d reservations of a paused voucher; want 0", n)
+			}
+			if a := e.reserve(t, "FLASH", "o-1"); a.status != 201 {
+				t.Fatalf("a holder's retry while paused: %d %s; want it forwarded and granted again", a.status, a.body)
+			}
+			resumed := soldOutState("FLASH")
+			resumed.SoldOut = false
+			resumed.Holders = nil
+			if err := e.cache.Apply(resumed); err != nil {
+				t.Fatal(err)
+			}
+			if a := e.reserve(t, "flash", "after"); a.status != 201 {
+				t.Fatalf("new order once resumed: %d %s", a.status, a.body)
+			}
+		})
+	}
+}
+
+// A paused voucher's answer from memory allocates no more than a sold-out one's.
+func TestPausedPathAllocatesOnlyBigcachesCopies(t *testing.T) {
+	b := newFakeBackend(map[string]int{"FLASH": 1})
+	addr, _ := testkit.ServeHTTP(t, b.handle)
+	e := startEdge(t, edgeConfig{backends: []string{addr}})
+	_ = e.cache.Apply(pausedState("FLASH", false, "o-1"))
+	for uri, status := range map[string]int{"/vouchers/flash/reservations": 422, "/vouchers/FLASH/validate": 200} {
+		ctx := soldOutRequest(`{"customerId":"c-1","orderId":"order-000001","orderAmount":1000}`)
+		n := testing.AllocsPerRun(1000, func() {
+			ctx.Request.SetRequestURI(uri) // matchPath upper-cases the code in place: give it the path as sent
+			ctx.Response.Reset()
+			e.proxy.Handle(ctx)
+			if ctx.Response.StatusCode() != status {
+				panic(fmt.Sprintf("status %d", ctx.Response.StatusCode()))
+			}
+		})
+		if n > 2 {
+			t.Errorf("paused answer to %s allocates %v times; want at most bigcache's 2 copies", uri, n)
+		}
 	}
 }

@@ -1,5 +1,8 @@
-// Package soldout is the edge's memory of which vouchers are sold out and which orders hold
-// their uses, so that a reservation for a sold-out voucher is answered without the backend.
+// Package soldout is the edge's memory of which vouchers are sold out or paused and which
+// orders hold their uses, so that a reservation for such a voucher is answered without the
+// backend. A paused voucher's entry is a sold-out one's with its flag: learned, renewed and
+// expired alike; the proxy answers it NOT_ELIGIBLE PAUSED instead of OUT_OF_STOCK (paused first,
+// as the backend decides).
 //
 // An entry is made only from a state that carries the voucher's holders (a NATS event, the
 // state bucket, or the backend's live state read after a 409 passed through): a sell-out
@@ -45,8 +48,8 @@ import (
 	"vouchergate/shared/wire"
 )
 
-// ErrNoHolders is returned by Apply for a sold-out state without its holders.
-var ErrNoHolders = errors.New("sold-out state without holders")
+// ErrNoHolders is returned by Apply for a sold-out or paused state without its holders.
+var ErrNoHolders = errors.New("sold-out or paused state without holders")
 
 // ErrBadCode is returned by Apply for a state whose code is not a voucher code.
 var ErrBadCode = errors.New("state for an invalid voucher code")
@@ -67,6 +70,7 @@ type Options struct {
 type Entry struct {
 	code    string
 	version uint64 // the version of the bigcache record this entry belongs to
+	paused  bool   // paused (answered NOT_ELIGIBLE PAUSED), else sold out
 	holders *events.HolderFilter
 	at      time.Time    // the state's time, as the backend wrote it
 	asked   atomic.Int64 // when a lookup last asked for a refresh, unix ns; at first, when the edge learned it
@@ -78,29 +82,40 @@ func (e *Entry) Code() string { return e.code }
 // At is when the backend read the state.
 func (e *Entry) At() time.Time { return e.at }
 
+// Paused reports whether the voucher is paused; false: sold out (and not paused).
+func (e *Entry) Paused() bool { return e.paused }
+
 // MayHold reports whether orderID may hold a use of the voucher, in which case its request must
 // be forwarded. It does not allocate.
 func (e *Entry) MayHold(orderID []byte) bool { return e.holders.MayHold(orderID) }
 
-// A record is what bigcache stores per code: flags (1 byte, padded to 8), version, expiry.
+// A record is what bigcache stores per code: flags (1 byte, padded to 8), version, expiry. A
+// record is "held" (the edge answers its voucher's new orders) when sold out or paused.
 const (
 	recordSize    = 24
 	flagSoldOut   = 1
+	flagPaused    = 2
 	offVersion    = 8
 	offExpiry     = 16
 	bigcacheShard = 16 // a power of two; sold-out vouchers are few
 )
 
 type record struct {
-	soldOut bool
-	version uint64
-	expiry  int64 // unix nanoseconds, by the cache's clock
+	soldOut, paused bool
+	version         uint64
+	expiry          int64 // unix nanoseconds, by the cache's clock
 }
+
+// held reports whether the record's voucher is answered from memory.
+func (r record) held() bool { return r.soldOut || r.paused }
 
 func (r record) encode(b *[recordSize]byte) []byte {
 	*b = [recordSize]byte{}
 	if r.soldOut {
-		b[0] = flagSoldOut
+		b[0] |= flagSoldOut
+	}
+	if r.paused {
+		b[0] |= flagPaused
 	}
 	binary.LittleEndian.PutUint64(b[offVersion:], r.version)
 	binary.LittleEndian.PutUint64(b[offExpiry:], uint64(r.expiry))
@@ -113,6 +128,7 @@ func decode(v []byte) (record, bool) {
 	}
 	return record{
 		soldOut: v[0]&flagSoldOut != 0,
+		paused:  v[0]&flagPaused != 0,
 		version: binary.LittleEndian.Uint64(v[offVersion:]),
 		expiry:  int64(binary.LittleEndian.Uint64(v[offExpiry:])),
 	}, true
@@ -181,7 +197,7 @@ func New(o Options) *Cache {
 func (c *Cache) Close() { c.closer.close() }
 
 // Lookup returns the live entry of code at time now, or nil when the voucher is not known to
-// be sold out. now is the caller's (the request's time, which fasthttp has already read):
+// be sold out or paused. now is the caller's (the request's time, which fasthttp has already read):
 // reading the clock again would cost the sold-out path a tenth of its time. refresh is true for
 // one lookup per RefreshAfter of an entry learned at least that long ago: its caller should ask
 // a Refresher to read the state again (a read that failed, with every backend down, is asked
@@ -195,7 +211,7 @@ func (c *Cache) Lookup(code []byte, now time.Time) (e *Entry, refresh bool) {
 		return nil, false
 	}
 	r, ok := decode(v)
-	if !ok || !r.soldOut || now.UnixNano() >= r.expiry {
+	if !ok || !r.held() || now.UnixNano() >= r.expiry {
 		return nil, false
 	}
 	e = (*c.filters.Load())[string(code)]
@@ -209,9 +225,9 @@ func (c *Cache) Lookup(code []byte, now time.Time) (e *Entry, refresh bool) {
 	return e, refresh
 }
 
-// Apply records state s: a sold-out state (with its holders) makes or replaces the voucher's
-// entry, learned now, to live TTL (or longer, when the entry it replaces had been renewed
-// further: the voucher is still sold out); any other state removes it. A state older than one
+// Apply records state s: a sold-out or paused state (with its holders) makes or replaces the
+// voucher's entry, learned now, to live TTL (or longer, when the entry it replaces had been
+// renewed further: the voucher is still held); any other state removes it. A state older than one
 // applied before (events.VoucherState.Stale) changes nothing and returns ErrStale; a state of
 // the same version is applied again, which renews the entry.
 func (c *Cache) Apply(s events.VoucherState) error {
@@ -220,7 +236,8 @@ func (c *Cache) Apply(s events.VoucherState) error {
 	return c.applyLocked(s)
 }
 
-// SoldOut returns a channel closed once the next sold-out entry is stored, of any voucher.
+// SoldOut returns a channel closed once the next sold-out (or paused) entry is stored, of any
+// voucher.
 // A waiter takes it before its Lookup, so that an entry stored in between still wakes it.
 func (c *Cache) SoldOut() <-chan struct{} { return *c.soldOut.Load() }
 
@@ -259,7 +276,7 @@ func (c *Cache) applyLocked(s events.VoucherState) error {
 	if !wire.ValidCode(s.Code) {
 		return ErrBadCode
 	}
-	if s.SoldOut && s.Holders == nil {
+	if s.Held() && s.Holders == nil {
 		return ErrNoHolders
 	}
 	if s.Stale(c.held[s.Code]) {
@@ -271,7 +288,7 @@ func (c *Cache) applyLocked(s events.VoucherState) error {
 	c.versions[s.Code]++
 	version := c.versions[s.Code]
 	now := c.now()
-	if !s.SoldOut {
+	if !s.Held() {
 		// Record first: once it is gone no lookup answers, whatever the filters hold.
 		_ = c.store.Delete(s.Code) // ErrEntryNotFound when not sold out: nothing to do
 		c.publishLocked(s.Code, nil)
@@ -279,15 +296,15 @@ func (c *Cache) applyLocked(s events.VoucherState) error {
 	}
 	// Filter first: until the record of this version is stored, lookups see the versions
 	// disagree and forward, which is always safe.
-	e := &Entry{code: s.Code, version: version, holders: s.Holders, at: s.At}
+	e := &Entry{code: s.Code, version: version, paused: s.Paused, holders: s.Holders, at: s.At}
 	e.asked.Store(now.UnixNano())
 	expiry := now.Add(c.ttl).UnixNano()
-	if old, ok := c.recordLocked(s.Code); ok && old.soldOut && old.expiry > expiry {
+	if old, ok := c.recordLocked(s.Code); ok && old.held() && old.expiry > expiry {
 		expiry = old.expiry
 	}
 	c.publishLocked(s.Code, e)
 	var b [recordSize]byte
-	if err := c.store.Set(s.Code, record{soldOut: true, version: version, expiry: expiry}.encode(&b)); err != nil {
+	if err := c.store.Set(s.Code, record{soldOut: s.SoldOut, paused: s.Paused, version: version, expiry: expiry}.encode(&b)); err != nil {
 		c.publishLocked(s.Code, nil)
 		return err
 	}
@@ -296,15 +313,15 @@ func (c *Cache) applyLocked(s events.VoucherState) error {
 	return nil
 }
 
-// Renew makes code's sold-out entry, if it is live, live until Keep past confirmed: the time at
-// which the voucher's state in NATS was known to say sold out. It never shortens an entry,
+// Renew makes code's sold-out (or paused) entry, if it is live, live until Keep past confirmed:
+// the time at which the voucher's state in NATS was known to say so. It never shortens an entry,
 // never brings back one that expired, and changes no state: a read in flight (ApplyIf) still
 // applies. It reports whether the entry lives on.
 func (c *Cache) Renew(code string, confirmed time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.recordLocked(code)
-	if !ok || !r.soldOut || c.now().UnixNano() >= r.expiry {
+	if !ok || !r.held() || c.now().UnixNano() >= r.expiry {
 		return false
 	}
 	if until := confirmed.Add(c.keep).UnixNano(); until > r.expiry {
@@ -342,14 +359,15 @@ func (c *Cache) publishLocked(code string, e *Entry) {
 	c.filters.Store(&m)
 }
 
-// live reports whether code's record in bigcache is a sold-out one of version, unexpired at now.
+// live reports whether code's record in bigcache is a sold-out or paused one of version,
+// unexpired at now.
 func (c *Cache) live(code string, version uint64, now time.Time) bool {
 	v, err := c.store.Get(code)
 	if err != nil {
 		return false
 	}
 	r, ok := decode(v)
-	return ok && r.soldOut && r.version == version && now.UnixNano() < r.expiry
+	return ok && r.held() && r.version == version && now.UnixNano() < r.expiry
 }
 
 // Sweep drops expired entries, from bigcache and from the filters, and the filters of records

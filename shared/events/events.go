@@ -45,8 +45,10 @@ func CheckPrefix(p string) error {
 	return nil
 }
 
-// VoucherState says whether a voucher is sold out. Sent when the last use goes, when a request
-// finds none left (a few times a second at most), and when a release makes it available again.
+// VoucherState says whether a voucher is sold out, and whether it is paused. Sent when the last
+// use goes, when a request finds none left (a few times a second at most), when a release makes
+// it available again, and when an edit pauses, resumes or gives it another limit. An edge
+// answers a new order of a sold-out or paused voucher from memory, and forwards its holders'.
 //
 // Backends publish states in whatever order their reads and writes happen to finish, so a
 // state read earlier may arrive later; Version orders them. It is the voucher's version in
@@ -58,12 +60,17 @@ func CheckPrefix(p string) error {
 type VoucherState struct {
 	Code    string    `json:"code"`
 	SoldOut bool      `json:"soldOut"`
+	Paused  bool      `json:"paused,omitempty"` // an edge from before pauses reads it as not sold out, and forwards
 	At      time.Time `json:"at"`
 	Version uint64    `json:"version,omitempty"`
 	// Holders holds every orderId that held a use when the backend read them from Redis, at or
-	// after the sell-out, so orders still being written are in it. Set when SoldOut.
+	// after the sell-out or pause, so orders still being written are in it. Set when SoldOut or
+	// Paused.
 	Holders *HolderFilter `json:"holders,omitempty"`
 }
+
+// Held reports whether an edge answers the voucher's new orders from memory: sold out or paused.
+func (s VoucherState) Held() bool { return s.SoldOut || s.Paused }
 
 // Stale reports whether s is older than a state of version held, so that whoever keeps a
 // voucher's state (an edge) must ignore it. An unordered state (version 0) is never stale: it
@@ -74,14 +81,15 @@ func (s VoucherState) Stale(held uint64) bool { return s.Version != 0 && s.Versi
 // Encode returns the JSON payload of s.
 func (s VoucherState) Encode() ([]byte, error) { return json.Marshal(s) }
 
-// Head is what a state says without its holders: its version and whether it is sold out.
+// Head is what a state says without its holders: its version, whether it is sold out, paused.
 type Head struct {
 	Version uint64 `json:"version"`
 	SoldOut bool   `json:"soldOut"`
+	Paused  bool   `json:"paused"`
 }
 
 // DecodeHead reads only the version (0 for a state written before versions) and the sold-out
-// flag of a payload written by Encode, without decoding its holders.
+// and paused flags of a payload written by Encode, without decoding its holders.
 func DecodeHead(b []byte) (Head, error) {
 	var h Head
 	if err := json.Unmarshal(b, &h); err != nil {
@@ -96,8 +104,8 @@ func DecodeVoucherState(b []byte) (VoucherState, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return VoucherState{}, fmt.Errorf("decode voucher state: %w", err)
 	}
-	if s.SoldOut && s.Holders == nil {
-		return VoucherState{}, fmt.Errorf("decode voucher state %q: sold out without holders", s.Code)
+	if s.Held() && s.Holders == nil {
+		return VoucherState{}, fmt.Errorf("decode voucher state %q: sold out or paused without holders", s.Code)
 	}
 	return s, nil
 }

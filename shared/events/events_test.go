@@ -57,8 +57,8 @@ func TestStale(t *testing.T) {
 	}
 }
 
-// DecodeHead must read the version and sold-out flag DecodeVoucherState reads, from any payload
-// that decodes.
+// DecodeHead must read the version and the sold-out and paused flags DecodeVoucherState reads,
+// from any payload that decodes.
 func FuzzDecodeHead(f *testing.F) {
 	for _, s := range []string{
 		`{"code":"V","soldOut":false,"at":"2026-12-02T10:00:00Z"}`,
@@ -68,6 +68,7 @@ func FuzzDecodeHead(f *testing.F) {
 		`{"code":"V","version":1.5}`,
 		`{"code":"V","Version":3,"version":4}`,
 		`{"code":"V","soldOut":true,"SOLDOUT":false,"holders":{"n":1}}`,
+		`{"code":"V","paused":true,"PAUSED":false,"holders":{"n":1}}`,
 		`not json`,
 	} {
 		f.Add([]byte(s))
@@ -78,8 +79,8 @@ func FuzzDecodeHead(f *testing.F) {
 			return // DecodeHead may still read a head from a state the edge cannot use
 		}
 		h, err := DecodeHead(b)
-		if err != nil || h.Version != s.Version || h.SoldOut != s.SoldOut {
-			t.Fatalf("DecodeHead(%q) = %+v, %v; DecodeVoucherState read version %d, sold out %v", b, h, err, s.Version, s.SoldOut)
+		if err != nil || h.Version != s.Version || h.SoldOut != s.SoldOut || h.Paused != s.Paused {
+			t.Fatalf("DecodeHead(%q) = %+v, %v; DecodeVoucherState read version %d, sold out %v, paused %v", b, h, err, s.Version, s.SoldOut, s.Paused)
 		}
 	})
 }
@@ -97,6 +98,7 @@ func FuzzDecodeVoucherState(f *testing.F) {
 		`{"code":"V","soldOut":true,"holders":{"m":0,"k":0,"b":null}}`,
 		`{"code":"V","soldOut":true,"holders":{"m":64,"k":3,"b":{"length":8,"data":"AAAAAAAAAAA="}}}`,
 		`{"code":"V","soldOut":true,"holders":{"m":1000,"k":300,"b":{"length":1,"data":""}}}`,
+		`{"code":"V","soldOut":false,"paused":true,"at":"2026-12-02T10:00:00Z"}`,
 		`[]`, `null`, `{"code":1}`,
 	} {
 		f.Add([]byte(s))
@@ -118,7 +120,10 @@ func FuzzDecodeVoucherState(f *testing.F) {
 		if err != nil {
 			t.Fatalf("decode %q (re-encoded from %q): %v", again, b, err)
 		}
-		if s2.Code != s.Code || s2.SoldOut != s.SoldOut || s2.Version != s.Version || !s2.At.Equal(s.At) ||
+		if s.Held() && s.Holders == nil {
+			t.Fatalf("%q decodes to a sold-out or paused state without holders", b)
+		}
+		if s2.Code != s.Code || s2.SoldOut != s.SoldOut || s2.Paused != s.Paused || s2.Version != s.Version || !s2.At.Equal(s.At) ||
 			(s2.Holders == nil) != (s.Holders == nil) {
 			t.Fatalf("state changed through encode and decode: %+v, then %+v", s, s2)
 		}

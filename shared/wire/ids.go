@@ -30,6 +30,30 @@ func ValidCode(s string) bool {
 	return true
 }
 
+// CanonicalCode is code as vouchers are stored and answered: codes are case-insensitive, so
+// ASCII letters are upper-cased ("flash100" names FLASH100). Only ASCII changes: a non-ASCII
+// letter stays as it is, and ValidCode then refuses it (strings.ToUpper would turn "ſ" into
+// "S" and name a voucher the client did not type).
+func CanonicalCode(code string) string {
+	for i := 0; i < len(code); i++ {
+		if c := code[i]; c >= 'a' && c <= 'z' {
+			b := []byte(code)
+			UpperCode(b[i:])
+			return string(b)
+		}
+	}
+	return code
+}
+
+// UpperCode upper-cases the ASCII letters of code in place (CanonicalCode without allocating).
+func UpperCode(code []byte) {
+	for i, c := range code {
+		if c >= 'a' && c <= 'z' {
+			code[i] = c - 'a' + 'A'
+		}
+	}
+}
+
 // MaxCustomerNumber is the largest numeric customerId: the seed stores customer_id as a
 // signed 64-bit BIGINT.
 const MaxCustomerNumber = math.MaxInt64

@@ -23,13 +23,14 @@ type Redemption struct {
 	// ByShopper: the shopper reserved it through the edge with its token, so the orderId is the
 	// shopper's own (another customer may hold one of the same string).
 	ByShopper      bool       `json:"byShopper,omitempty"`
-	Status         string     `json:"status"` // StatusReserved, StatusConfirmed or StatusReleased
+	Status         string     `json:"status"` // StatusReserved, StatusConfirmed, StatusReleased or StatusRefunded
 	OrderAmount    int64      `json:"orderAmount"`
 	DiscountAmount int64      `json:"discountAmount"`
 	ReservedAt     time.Time  `json:"reservedAt"`
 	HoldExpiresAt  time.Time  `json:"holdExpiresAt"`
 	ConfirmedAt    *time.Time `json:"confirmedAt,omitempty"`
 	ReleasedAt     *time.Time `json:"releasedAt,omitempty"`
+	RefundedAt     *time.Time `json:"refundedAt,omitempty"`
 }
 
 // RedemptionPage is the answer to GET /admin/vouchers/{code}/redemptions: redemptions ordered

@@ -25,6 +25,7 @@ type ValidateResponse struct {
 	Valid          bool   `json:"valid"`
 	DiscountAmount *int64 `json:"discountAmount,omitempty"` // when valid
 	Error          string `json:"error,omitempty"`          // when not valid
+	Reason         string `json:"reason,omitempty"`         // with NOT_ELIGIBLE: why (Reason*)
 }
 
 // ReservationStatus is the body of a 200 to confirm and release.
@@ -36,8 +37,17 @@ type ReservationStatus struct {
 // Error is the body of every 4xx and 5xx answer.
 type Error struct {
 	Error   string `json:"error"`
+	Reason  string `json:"reason,omitempty"` // with NOT_ELIGIBLE: why (Reason*)
 	Message string `json:"message,omitempty"`
 }
+
+// Why a reservation is NOT_ELIGIBLE, the values of Error.Reason and ValidateResponse.Reason.
+const (
+	ReasonNotStarted    = "NOT_STARTED"     // before the voucher's startsAt
+	ReasonEnded         = "ENDED"           // at or after its endsAt
+	ReasonOrderTooSmall = "ORDER_TOO_SMALL" // orderAmount below its minOrderAmount
+	ReasonPaused        = "PAUSED"          // the voucher is paused (active false)
+)
 
 // Error codes, the values of Error.Error.
 const (
@@ -48,6 +58,10 @@ const (
 	CodeReservationNotFound  = "RESERVATION_NOT_FOUND"
 	CodeReservationReleased  = "RESERVATION_RELEASED"
 	CodeReservationConfirmed = "RESERVATION_CONFIRMED"
+	CodeReservationRefunded  = "RESERVATION_REFUNDED"
+	CodeNotConfirmed         = "RESERVATION_NOT_CONFIRMED" // a refund of a reservation not confirmed: release it
+	CodeLimitBelowUsed       = "LIMIT_BELOW_USED"
+	CodeVoucherInUse         = "VOUCHER_IN_USE"
 	CodeOrderAmbiguous       = "ORDER_AMBIGUOUS" // several shoppers reserved the orderId: name the customer
 	CodeVoucherExists        = "VOUCHER_EXISTS"
 	CodeBadRequest           = "BAD_REQUEST"
@@ -66,6 +80,7 @@ const (
 	StatusReserved  = "RESERVED"
 	StatusConfirmed = "CONFIRMED"
 	StatusReleased  = "RELEASED"
+	StatusRefunded  = "REFUNDED"
 )
 
 // ErrorPrefix starts every error answer's body ({"error":"CODE",…}).
