@@ -39,7 +39,7 @@ func TestPauseAnsweredAtTheEdgeWithTheBackendDown(t *testing.T) {
 	cfg := backendtest.Config(t)
 	p := backendtest.StartProcess(t, cfg)
 	admin := p.Client()
-	e := startEdge(t, shieldConfig(cfg.NATSURL, cfg.NATSPrefix, p.Addr()))
+	e := startEdge(t, shieldConfig(cfg.NATSURL, cfg.NATSPrefix, p.Addr(), scale))
 	admin.CreateVoucher(t, backendtest.Voucher{Code: "HALT", Discount: 5000, TotalLimit: 10, FlashSale: true})
 	var granted []string
 	for i := range 3 {
