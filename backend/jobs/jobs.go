@@ -41,9 +41,8 @@ type Jobs struct {
 	putBack  prometheus.Counter
 	drift    *prometheus.GaugeVec
 	// a flash sale's limit, at the last reconciliation (its uses left: the voucher service's)
-	totalLimit *prometheus.GaugeVec
-	warmed     prometheus.Counter
-	forgotten  prometheus.Counter
+	warmed    prometheus.Counter
+	forgotten prometheus.Counter
 }
 
 // New returns the jobs of a service, with their metrics registered in reg.
@@ -57,14 +56,12 @@ func New(vouchers *voucher.Service, set Settings, reg prometheus.Registerer, log
 			Help: "Active rows Redis had lost, put back by reconciliation."}),
 		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_redis_drift",
 			Help: "Redis's uses left minus what the database leaves (total_limit minus active rows and orders in flight), at the last reconciliation."}, []string{"code"}),
-		totalLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_voucher_total_limit",
-			Help: "A flash voucher's total_limit, at the last reconciliation."}, []string{"code"}),
 		warmed: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_warmups_total",
 			Help: "Flash vouchers loaded into Redis by the warm-up job."}),
 		forgotten: prometheus.NewCounter(prometheus.CounterOpts{Name: "vouchergate_flash_vouchers_forgotten_total",
 			Help: "Ended flash vouchers whose Redis keys the forget job deleted (VG_FLASH_KEYS_KEEP after their end)."}),
 	}
-	reg.MustRegister(j.expired, j.released, j.putBack, j.drift, j.totalLimit, j.warmed, j.forgotten)
+	reg.MustRegister(j.expired, j.released, j.putBack, j.drift, j.warmed, j.forgotten)
 	return j
 }
 
@@ -152,7 +149,6 @@ func (j *Jobs) Reconcile(ctx context.Context, code string) ([]voucher.Reconcilia
 		j.released.Add(float64(len(r.Released)))
 		j.putBack.Add(float64(len(r.PutBack)))
 		j.drift.WithLabelValues(r.Code).Set(float64(r.Drift))
-		j.totalLimit.WithLabelValues(r.Code).Set(float64(r.TotalLimit))
 		if r.Loaded || r.Recounted || len(r.Released) > 0 || len(r.PutBack) > 0 {
 			j.log.Info("reconciled", "code", r.Code, "loaded", r.Loaded, "recounted", r.Recounted,
 				"released", len(r.Released), "putBack", len(r.PutBack), "drift", r.Drift)

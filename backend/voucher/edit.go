@@ -177,6 +177,7 @@ func (s *Service) Edit(ctx context.Context, code string, e Edit) (Voucher, error
 		return Voucher{}, s.unavailable(err, "edit %s", code)
 	}
 	s.remember(after)
+	s.counts.showLimit(after)
 	if after.Revision != before.Revision && after.FlashSale && s.gate != nil {
 		if configured.Loaded {
 			s.counts.usesLeft.WithLabelValues(code).Set(float64(max(configured.Remaining, 0)))
@@ -235,6 +236,7 @@ func (s *Service) Delete(ctx context.Context, code string) error {
 		return s.unavailable(err, "delete %s", code)
 	}
 	s.vouchers.Delete(code)
+	s.counts.forget(code)
 	// Its writer knows whether its writes go to a flash voucher; one made again under the code
 	// may be of the other kind. Writes still queued in it find no voucher.
 	s.writers.Delete(code)

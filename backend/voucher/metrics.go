@@ -11,6 +11,9 @@ type serviceMetrics struct {
 	// gate's answer to every take, refusal for lack of uses and give-back, and by
 	// reconciliation. Several backends each show their own; the lowest is the latest.
 	usesLeft *prometheus.GaugeVec // code
+	// totalLimit is each flash voucher's total_limit, set when it is created, loaded, edited or
+	// reconciled, so that a dashboard shows a new sale from its first second.
+	totalLimit *prometheus.GaugeVec // code
 }
 
 func newServiceMetrics(reg prometheus.Registerer) serviceMetrics {
@@ -23,9 +26,24 @@ func newServiceMetrics(reg prometheus.Registerer) serviceMetrics {
 			[]string{"result"}),
 		usesLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_voucher_uses_left",
 			Help: "A flash voucher's uses left in Redis, as this backend's gate calls and reconciliation last saw it."}, []string{"code"}),
+		totalLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vouchergate_voucher_total_limit",
+			Help: "A flash voucher's total_limit, as this backend last created, loaded, edited or reconciled it."}, []string{"code"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.batchRows, m.compensations, m.usesLeft)
+		reg.MustRegister(m.batchRows, m.compensations, m.usesLeft, m.totalLimit)
 	}
 	return m
+}
+
+// showLimit sets v's total_limit gauge, for a flash voucher.
+func (m serviceMetrics) showLimit(v Voucher) {
+	if v.FlashSale {
+		m.totalLimit.WithLabelValues(v.Code).Set(float64(v.TotalLimit))
+	}
+}
+
+// forget drops a deleted voucher's gauges.
+func (m serviceMetrics) forget(code string) {
+	m.usesLeft.DeleteLabelValues(code)
+	m.totalLimit.DeleteLabelValues(code)
 }

@@ -69,3 +69,45 @@ func TestUsesLeftFollowsTheSale(t *testing.T) {
 		t.Fatalf("after reconciliation recounted: uses left %v; want 1", got)
 	}
 }
+
+// A flash voucher's limit (vouchergate_voucher_total_limit) is shown from its creation, as an
+// edit leaves it, and no more once it is deleted: a dashboard's picker and sold share read it.
+func TestTotalLimitShownFromCreation(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, voucher.Config{Metrics: reg}, nil)
+	ctx := context.Background()
+	limit := func() (float64, int) {
+		t.Helper()
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "vouchergate_voucher_total_limit" {
+				return f.GetMetric()[0].GetGauge().GetValue(), len(f.GetMetric())
+			}
+		}
+		return -1, 0
+	}
+	v := voucher.Voucher{Code: "SHOWN", DiscountAmount: 10, TotalLimit: 3, PerUserLimit: 1,
+		StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(24 * time.Hour), FlashSale: true}
+	if err := e.svc.Create(ctx, v); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if got, n := limit(); got != 3 || n != 1 {
+		t.Fatalf("after creation: total_limit %v (%d series); want 3, before any reconciliation", got, n)
+	}
+	raised := 5
+	if _, err := e.svc.Edit(ctx, v.Code, voucher.Edit{TotalLimit: &raised}); err != nil {
+		t.Fatalf("raise the limit: %v", err)
+	}
+	if got, _ := limit(); got != 5 {
+		t.Fatalf("after the edit: total_limit %v; want 5", got)
+	}
+	if err := e.svc.Delete(ctx, v.Code); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, n := limit(); n != 0 {
+		t.Fatalf("after the delete: %d series; want none", n)
+	}
+}

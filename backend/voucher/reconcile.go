@@ -175,6 +175,7 @@ func (s *Service) recount(ctx context.Context, v Voucher, rep *Reconciliation) e
 	}
 	rep.RemainingAfter = recount.After
 	s.counts.usesLeft.WithLabelValues(v.Code).Set(float64(max(recount.After, 0)))
+	s.counts.showLimit(v)
 	rep.Recounted = recount.UsersFixed || recount.Before != recount.After
 	switch {
 	case rep.RemainingAfter <= 0:

@@ -136,6 +136,7 @@ func (s *Service) Create(ctx context.Context, v Voucher) error {
 	if err := s.store.CreateVoucher(ctx, v); err != nil {
 		return err
 	}
+	s.counts.showLimit(v)
 	if v.FlashSale && s.gate != nil {
 		// Keys under the code are a deleted voucher's, whose Delete could not remove them: the
 		// new one has no redemption, so they hold nothing of it.
@@ -163,6 +164,7 @@ func (s *Service) Warm(ctx context.Context, code string) error {
 	if s.gate == nil {
 		return fmt.Errorf("warm %s: no redis gate: %w", code, ErrUnavailable)
 	}
+	s.counts.showLimit(v)
 	_, err, _ = s.loads.Do(code, func() (any, error) { return nil, s.load(ctx, v) })
 	return err
 }
