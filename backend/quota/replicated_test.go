@@ -36,7 +36,8 @@ func TestReplicatedReplayWaitsForTheRecordItReplays(t *testing.T) {
 	e := newEnv(t, time.Now(), client(8))
 	e.rule(t, 7, "USER", "ITEM:1001", 1000, calendar(t, quota.Day, "UTC"))
 	cfg := e.cfg
-	cfg.Durability = quota.Durability{MinReplicas: 1, Wait: 100 * time.Millisecond}
+	// a second: time enough for a replica to acknowledge on a loaded machine; a cut one never does
+	cfg.Durability = quota.Durability{MinReplicas: 1, Wait: time.Second}
 	a := e.start(t, cfg)
 	ctx := context.Background()
 	deduct := func(svc *quota.Service, key string) error {
