@@ -33,8 +33,15 @@ type Durability struct {
 // slot, because WAIT counts only the writes of its own connection. The touch (a key of the
 // script's hash tag that expires at once) makes every call write, so a call whose script
 // changed nothing (a retry replaying its record) still waits for all that node has written
-// before it, the record it replays included.
+// before it, the record it replays included. Its outcome feeds the breaker (degrade.go).
 func (sc *scripts) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	cmd := sc.runDurably(ctx, script, keys, args...)
+	sc.observe(ctx, keys[0], cmd.Err())
+	return cmd
+}
+
+// runDurably is run without the breaker.
+func (sc *scripts) runDurably(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	if sc.durability.MinReplicas == 0 {
 		return script.Run(ctx, sc.rdb, keys, args...)
 	}
