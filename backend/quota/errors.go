@@ -28,6 +28,9 @@ var (
 	ErrOverrideNotFound = errors.New("quota override not found")
 	// ErrTooManyOverrides: the rule holds MaxOverridesPerRule overrides.
 	ErrTooManyOverrides = errors.New("too many quota overrides")
+	// ErrResetUnknown: a reset's Redis call did not answer; it may or may not have run, and its
+	// record says UNKNOWN. Returned with ErrUnavailable.
+	ErrResetUnknown = errors.New("the reset may or may not have run")
 	// ErrUnavailable: Redis or PostgreSQL did not answer in time. A deduct's outcome may be
 	// unknown: retry with the same idemKey, or roll it back.
 	ErrUnavailable = errors.New("unavailable")

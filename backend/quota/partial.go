@@ -128,6 +128,23 @@ func returned(rs []recorded, given []int64) ([]Returned, error) {
 	return out, nil
 }
 
+// PartialKey names a partial rollback by its items, whatever their order: for callers whose
+// requests carry no rollbackKey of their own (POST /quotas/ops), so that the same request sent
+// again gives back once.
+func PartialKey(items []Item) string {
+	var sum uint64
+	for i := range items {
+		it := &items[i]
+		var dims uint64
+		for _, d := range it.Dimensions {
+			dims += fnv1a(fnvOffset, d)
+		}
+		h := fnv1a(fnv1a(fnvOffset, it.IdentityType), "\x00"+it.Identity)
+		sum += fnvMix(fnvMix(h, dims), uint64(it.Amount))
+	}
+	return "items-" + strconv.FormatUint(sum, 36)
+}
+
 // Outcomes of quota_partial.lua.
 const (
 	partialDone     = 1

@@ -54,8 +54,8 @@ type Cleared struct {
 // with what it cleared once Redis answered (DONE), so that every reset that may have run is on
 // record. A reset is not idempotent: sent again, it clears what was counted in between.
 //
-// Errors: ErrInvalid, ErrUnavailable (the record says UNKNOWN: look at the counters before
-// sending it again).
+// Errors: ErrInvalid, ErrUnavailable (nothing done), ErrResetUnknown with ErrUnavailable (the
+// record says UNKNOWN: look at the counters before sending it again).
 func (s *Service) ResetCounters(ctx context.Context, bizID int64, identityType, identity, dimension string) (Reset, error) {
 	if err := validateReset(bizID, identityType, identity, dimension); err != nil {
 		return Reset{}, err
@@ -80,7 +80,7 @@ func (s *Service) ResetCounters(ctx context.Context, bizID int64, identityType, 
 	}
 	held, err := s.scripts.reset(ctx, &st, now.UnixMilli())
 	if err != nil {
-		return Reset{}, unavailable(fmt.Sprintf("reset quota counters (reset %d recorded as UNKNOWN)", r.ID), err)
+		return Reset{}, fmt.Errorf("%w: %w", ErrResetUnknown, unavailable(fmt.Sprintf("reset quota counters (reset %d recorded as UNKNOWN)", r.ID), err))
 	}
 	s.metrics.resets.Add(1)
 	for i := range st.counters {
