@@ -16,9 +16,10 @@ import (
 // identity, dimensions and an amount, as a deduct's item), Amount on every counter of that
 // identity's step that the item's dimensions name and on its "*" counters (which count every
 // item), but no more than is left of it on each counter it names: what the step took there less
-// what was given back before. So a "*" counter never gives back another item's share, and no
-// counter ever gives back more than the step took. A refund of 1 of 3 units is the deduct's
-// item with Amount 1.
+// what was given back before. So a "*" counter never gives back more of an item than is left of
+// it on the item's own counters, and no counter ever gives back more than the step took. (The
+// record keeps counters, not items: an item that only "*" counts is held to what is left on
+// "*".) A refund of 1 of 3 units is the deduct's item with Amount 1.
 //
 // rollbackKey names this partial rollback: it acts once, and the same rollbackKey again answers
 // what it gave back the first time, changing nothing; with other items it is

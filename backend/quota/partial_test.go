@@ -85,6 +85,26 @@ func TestPartialRollback(t *testing.T) {
 		if res, err := e.svc.RollbackItems(ctx, 1, "order-1", "refund-1", refund); err != nil || len(res.Returned) != 3 {
 			t.Fatalf("refund-1 after the whole rollback: %+v %v; want its first answer", res, err)
 		}
+		// an item that only "*" counts is held to what the deduct left on "*" (the record keeps
+		// counters, not items): asking more than it bought takes the step's other items' share
+		// of "*", never more than the step took there, and the whole rollback gives back the rest
+		if _, err := e.deduct(1, "order-2", item("USER", "u", 2, "TYPE:BOOK"), item("USER", "u", 1, "ITEM:7")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.deduct(1, "order-3", item("USER", "u", 1, "ITEM:8")); err != nil {
+			t.Fatal(err)
+		}
+		res, err = e.svc.RollbackItems(ctx, 1, "order-2", "refund-book", []quota.Item{item("USER", "u", 5, "TYPE:BOOK")})
+		if want := map[string]int64{"USER:u * DAY/UTC": 3}; err != nil || fmt.Sprint(given(res)) != fmt.Sprint(want) {
+			t.Fatalf("refund 5 of an item only \"*\" counts: %+v %v; want the 3 the step took on \"*\"", res, err)
+		}
+		res, err = e.svc.Rollback(ctx, 1, "order-2")
+		if want := map[string]int64{"USER:u ITEM:7 DAY/UTC": 1}; err != nil || fmt.Sprint(given(res)) != fmt.Sprint(want) {
+			t.Fatalf("the whole rollback after it: %+v %v; want ITEM:7's 1, nothing more on \"*\"", res, err)
+		}
+		if got := e.used(t, 1, "USER", "u", "*", day); got != 1 {
+			t.Fatalf("* at %d; want order-3's 1", got)
+		}
 		// an idemKey never deducted: nothing, and the rollbackKey keeps that answer
 		if res, err := e.svc.RollbackItems(ctx, 1, "never", "r", refund); err != nil || len(res.Returned) != 0 {
 			t.Fatalf("unknown idemKey: %+v %v", res, err)
