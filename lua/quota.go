@@ -21,6 +21,10 @@ var (
 	quotaUsageSrc string
 	//go:embed quota_check.lua
 	quotaCheckSrc string
+	//go:embed quota_partial.lua
+	quotaPartialSrc string
+	//go:embed quota_reset.lua
+	quotaResetSrc string
 )
 
 // Purchase quota scripts; see each file's header.
@@ -32,4 +36,6 @@ var (
 	QuotaClose    = redis.NewScript(quotaCloseSrc)
 	QuotaUsage    = redis.NewScript(quotaUsageSrc)
 	QuotaCheck    = redis.NewScript(quotaCheckSrc) // changes nothing: a deduct's dry run
+	QuotaPartial  = redis.NewScript(quotaPartialSrc)
+	QuotaReset    = redis.NewScript(quotaResetSrc)
 )

@@ -24,12 +24,13 @@ end
 
 local now = tonumber(ARGV[1])
 local out = {}
-local k = 2
+local k = 3 -- KEYS[2], the index, is not read
 for i = 1, tonumber(ARGV[7]) do
   local a = 7 + (i - 1) * 4
   local limit, amount = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local used, old, after
-  if ARGV[a + 1] == 'C' then
+  local kind = ARGV[a + 1]
+  if kind == 'C' or kind == 'c' then
     used, old, after = tonumber(redis.call('GET', KEYS[k]) or '0'), '0', '0'
     k = k + 1
   else

@@ -1,13 +1,21 @@
 -- quota_deduct.lua: one identity's step of a quota deduct. Checks every counter, then takes the
 -- amounts from all of them or from none, and records what it took under the idempotency key.
--- All keys share the identity's hash tag. "now" comes from the caller; the script never reads TIME.
+-- All keys share the identity's hash tag. "now" comes from the caller: windows never follow
+-- Redis' clock. TIME is read once, only to order the step against counter resets on this
+-- server (quota_reset.lua), whatever the callers' clocks.
 -- KEYS[1]   the identity's record of this idemKey: hash st ('D' taken, 'R' rolled back),
 --           at (the attempt that took: its answer is every attempt's answer), ow (the attempt
 --           that holds the step: the last to take or replay it; only it may undo it),
---           fp (fingerprint of the items), c (counters, caller's encoding), u (used)
--- KEYS[2..] the counters, in ARGV order: kind 'C' (calendar or fixed period) is one integer key;
+--           fp (fingerprint of the items), c (counters, caller's encoding), u (used), t (when
+--           it took, Redis' TIME in µs); later g (given back per counter, by partial rollbacks)
+--           and p:<rollbackKey> (quota_partial.lua)
+-- KEYS[2]   the identity's index of counters whose names only items give (a wildcard rule's,
+--           such as ITEM:* counting ITEM:1001): a sorted set of the counter keys' names after
+--           the identity's part, scored by when each stops counting, for usage by identity
+-- KEYS[3..] the counters, in ARGV order: kind 'C' (calendar or fixed period) is one integer key;
 --           kind 'R' (rolling) is two keys: a sorted set of entries "amount:idemKey" scored by
---           their time in ms, and the integer sum of the entries' amounts
+--           their time in ms, and the integer sum of the entries' amounts. Lower case 'c', 'r':
+--           the same, and the counter is noted in the index
 -- ARGV[1] now, unix ms
 -- ARGV[2] how long the record lives, ms
 -- ARGV[3] attempt id of this call
@@ -127,12 +135,13 @@ local function oldest(zkey)
 end
 
 -- check every counter before changing any
-local k = 2
+local k = 3
 for i = 1, n do
   local a = 7 + (i - 1) * 4
   local limit, amount = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local used, old
-  if ARGV[a + 1] == 'C' then
+  local kind = ARGV[a + 1]
+  if kind == 'C' or kind == 'c' then
     used, old = tonumber(redis.call('GET', KEYS[k]) or '0'), '0'
     k = k + 1
   else
@@ -145,12 +154,25 @@ for i = 1, n do
   end
 end
 
+-- note a counter in the index until it stops counting, at now + span
+local base = #KEYS[1] - #ARGV[5] - 2 -- the record is <identity's part>i:<idemKey>
+local function note(key, span)
+  local idx = KEYS[2]
+  if redis.call('ZADD', idx, 'GT', now + span, string.sub(key, base + 1)) == 1 then
+    redis.call('ZREMRANGEBYSCORE', idx, '-inf', now) -- a new name: drop those that stopped
+  end
+  if redis.call('PTTL', idx) < span then
+    redis.call('PEXPIRE', idx, span)
+  end
+end
+
 local out = {}
-k = 2
+k = 3
 for i = 1, n do
   local a = 7 + (i - 1) * 4
   local amount, span = ARGV[a + 3], ARGV[a + 4]
-  if ARGV[a + 1] == 'C' then
+  local kind = ARGV[a + 1]
+  if kind == 'C' or kind == 'c' then
     local v = redis.call('INCRBY', KEYS[k], amount)
     if v == tonumber(amount) then
       -- a new counter: it goes when its period ends, which later deducts do not move
@@ -166,8 +188,13 @@ for i = 1, n do
     out[i] = string.format('%d', v) .. ':' .. oldest(KEYS[k])
     k = k + 2
   end
+  if kind == 'c' or kind == 'r' then
+    note(KEYS[k - (kind == 'c' and 1 or 2)], tonumber(span))
+  end
 end
 local used = table.concat(out, ' ')
-redis.call('HSET', rec, 'st', 'D', 'at', ARGV[3], 'ow', ARGV[3], 'fp', ARGV[4], 'c', ARGV[6], 'u', used)
+local t = redis.call('TIME')
+redis.call('HSET', rec, 'st', 'D', 'at', ARGV[3], 'ow', ARGV[3], 'fp', ARGV[4], 'c', ARGV[6], 'u', used,
+  't', t[1] .. string.format('%06d', tonumber(t[2])))
 redis.call('PEXPIRE', rec, ARGV[2])
 return answer({1, used})

@@ -86,6 +86,8 @@ var routeRequests = map[api.Endpoint]keyed{
 	{Method: "POST", Path: "/quotas/check"}: {method: "POST", uri: "/quotas/check",
 		body: `{"bizId":1,"idemKey":"k9","items":[{"identityType":"USER","identity":"u1","dimensions":["ITEM:1"]}]}`},
 	{Method: "GET", Path: "/quotas/usage"}: {method: "GET", uri: "/quotas/usage?bizId=1&identityType=USER&identity=u1"},
+	{Method: "POST", Path: "/quotas/ops"}: {method: "POST", uri: "/quotas/ops",
+		body: `{"bizId":1,"opType":1,"idemKey":"k8","opItems":[{"userInfoType":1,"userInfoId":"u1","dimensions":["T_GAME"],"expireTime":0,"opNum":1}]}`},
 }
 
 // Every public route needs a key with one of its scopes: no key or an unknown one is a 401

@@ -247,6 +247,9 @@ func TestOpenAPIExamplesAgainstBackend(t *testing.T) {
 	for _, sc := range campaignScenarios {
 		t.Run("campaign/"+sc.name, func(t *testing.T) { r.run(t, sc) })
 	}
+	for _, sc := range quotaPlatformScenarios {
+		t.Run("quota platform/"+sc.name, func(t *testing.T) { r.run(t, sc) })
+	}
 	ops := newOpenAPIRunner(t, doc, b.OpsURL, ran)
 	for _, sc := range opsScenarios {
 		t.Run("ops listener/"+sc.name, func(t *testing.T) { ops.run(t, sc) })

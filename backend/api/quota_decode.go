@@ -33,22 +33,8 @@ func decodeDeduct(body []byte, read func([]byte, *wire.QuotaDeductRequest) error
 	if err := read(body, &req); err != nil {
 		return req, nil, err
 	}
-	if len(req.Items) > wire.MaxQuotaItems {
-		return req, nil, errTooManyItems
-	}
-	items := make([]quota.Item, len(req.Items))
-	for i := range req.Items {
-		it := &req.Items[i]
-		if len(it.Dimensions) > wire.MaxItemDimensions {
-			return req, nil, errTooManyDimensions
-		}
-		amount := int64(1)
-		if it.Amount != nil {
-			amount = *it.Amount
-		}
-		items[i] = quota.Item{IdentityType: it.IdentityType, Identity: it.Identity, Dimensions: it.Dimensions, Amount: amount}
-	}
-	return req, items, nil
+	items, err := quotaItems(req.Items)
+	return req, items, err
 }
 
 // scanDeduct parses a POST /quotas/deduct body into req with the scanner of jsonscan.go.

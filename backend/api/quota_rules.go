@@ -19,7 +19,7 @@ func (s *Server) dbContext() (context.Context, context.CancelFunc) {
 
 // putRule answers POST /admin/quota-rules with a wire.QuotaRuleRequest: 201 wire.QuotaRule
 // when created, 200 when a rule of the same bizId, identityType, dimension and window got the
-// new limit; 400, 409 TOO_MANY_QUOTA_RULES, 413, 503.
+// new limit and mode; 400, 409 TOO_MANY_QUOTA_RULES, 413, 503.
 func (s *Server) putRule(ctx *fasthttp.RequestCtx) {
 	var req wire.QuotaRuleRequest
 	if err := decodeJSON(ctx.PostBody(), &req, strict); err != nil {
@@ -98,7 +98,8 @@ func ruleFromWire(req *wire.QuotaRuleRequest) (quota.Rule, error) {
 	if err != nil {
 		return quota.Rule{}, err
 	}
-	r := quota.Rule{BizID: req.BizID, IdentityType: req.IdentityType, Dimension: req.Dimension, Limit: *req.Limit, Window: w}
+	r := quota.Rule{BizID: req.BizID, IdentityType: req.IdentityType, Dimension: req.Dimension, Limit: *req.Limit, Window: w,
+		Mode: quota.RuleMode(req.Mode)}
 	return r, r.Validate()
 }
 
@@ -170,8 +171,12 @@ func clip(s string) string {
 }
 
 func ruleWire(r *quota.Rule) wire.QuotaRule {
+	mode := r.Mode
+	if mode == "" {
+		mode = quota.Enforce
+	}
 	return wire.QuotaRule{ID: r.ID, BizID: r.BizID, IdentityType: r.IdentityType, Dimension: r.Dimension,
-		Limit: r.Limit, Window: windowWire(r.Window), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		Limit: r.Limit, Window: windowWire(r.Window), Mode: string(mode), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
 func windowWire(w quota.Window) wire.QuotaWindow {

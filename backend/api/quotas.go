@@ -36,16 +36,34 @@ func (s *Server) deduct(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
 	if !ok {
 		return
 	}
-	res, err := s.quotaCalls(sh).Deduct(context.Background(), req.BizID, req.IdemKey, items)
+	s.deductItems(ctx, sh, req.BizID, req.IdemKey, items)
+}
+
+// deductItems deducts items (for the shopper sh, if any) and answers as POST /quotas/deduct.
+func (s *Server) deductItems(ctx *fasthttp.RequestCtx, sh *wire.Shopper, bizID int64, idemKey string, items []quota.Item) {
+	res, err := s.quotaCalls(sh).Deduct(context.Background(), bizID, idemKey, items)
 	if err != nil {
 		s.respondOutcome(ctx, err)
 		return
 	}
-	out := wire.QuotaDeductResponse{IdemKey: res.IdemKey, Counters: make([]wire.QuotaCounter, len(res.Counters))}
+	out := wire.QuotaDeductResponse{IdemKey: res.IdemKey, Counters: make([]wire.QuotaCounter, len(res.Counters)),
+		WouldExceed: wouldExceedWire(res.WouldExceed), Degraded: res.Degraded}
 	for i := range res.Counters {
 		out.Counters[i] = counterWire(&res.Counters[i])
 	}
 	respondJSON(ctx, fasthttp.StatusOK, &out)
+}
+
+// wouldExceedWire is the wire form of the SHADOW rules a deduct passed; nil when none.
+func wouldExceedWire(ws []quota.WouldExceed) []wire.QuotaWouldExceed {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]wire.QuotaWouldExceed, len(ws))
+	for i := range ws {
+		out[i] = wire.QuotaWouldExceed{RuleID: ws[i].RuleID, Counter: counterWire(&ws[i].Counter)}
+	}
+	return out
 }
 
 // check answers POST /quotas/check, a deduct's dry run with its body, decoded and checked as
@@ -72,7 +90,8 @@ func (s *Server) check(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
 		respondJSON(ctx, fasthttp.StatusOK, &out)
 		return
 	}
-	out := wire.QuotaCheckResponse{Pass: true, IdemKey: res.IdemKey, Counters: make([]wire.QuotaCounter, len(res.Counters))}
+	out := wire.QuotaCheckResponse{Pass: true, IdemKey: res.IdemKey, Counters: make([]wire.QuotaCounter, len(res.Counters)),
+		WouldExceed: wouldExceedWire(res.WouldExceed), Degraded: res.Degraded}
 	for i := range res.Counters {
 		out.Counters[i] = counterWire(&res.Counters[i])
 	}
@@ -80,23 +99,55 @@ func (s *Server) check(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
 }
 
 // rollback answers POST /quotas/rollback: 200 wire.QuotaRollbackResponse saying what this call
-// gave back (nothing for an unknown or already rolled back idemKey), 400, 413, 503.
+// gave back (nothing for an unknown or already rolled back idemKey), 400, 403 (a shopper's item
+// of another identity), 409 ROLLBACK_KEY_REUSED, 413, 503. With items and a rollbackKey it is a
+// partial rollback (quota.Service.RollbackItems), else the whole.
 func (s *Server) rollback(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
 	var req wire.QuotaRollbackRequest
 	if err := decodeJSON(ctx.PostBody(), &req, strict); err != nil {
 		badRequest(ctx, err)
 		return
 	}
+	var items []quota.Item
+	switch {
+	case req.Items != nil && req.RollbackKey == "":
+		badRequest(ctx, errors.New("rollbackKey is required with items: it names this partial rollback, so that a retry gives back once"))
+		return
+	case req.Items == nil && req.RollbackKey != "":
+		badRequest(ctx, errors.New("items are required with rollbackKey: what to give back (without both, the whole deduct is rolled back)"))
+		return
+	case req.Items != nil:
+		var err error
+		if items, err = quotaItems(req.Items); err != nil {
+			badRequest(ctx, err)
+			return
+		}
+	}
+	s.rollbackItems(ctx, sh, req.BizID, req.IdemKey, req.RollbackKey, items)
+}
+
+// rollbackItems rolls back (for the shopper sh, if any) the deduct of idemKey, in part when
+// items are given, and answers as POST /quotas/rollback.
+func (s *Server) rollbackItems(ctx *fasthttp.RequestCtx, sh *wire.Shopper, bizID int64, idemKey, rollbackKey string, items []quota.Item) {
 	calls := s.quotaCalls(sh)
-	if !s.shopperMayRollback(ctx, calls, sh, req.BizID, req.IdemKey) {
+	if items != nil && !s.shopperOwnsItems(ctx, sh, items) {
 		return
 	}
-	res, err := calls.Rollback(context.Background(), req.BizID, req.IdemKey)
+	if !s.shopperMayRollback(ctx, calls, sh, bizID, idemKey, rollbackKey) {
+		return
+	}
+	var res quota.RollbackResult
+	var err error
+	if items != nil {
+		res, err = calls.RollbackItems(context.Background(), bizID, idemKey, rollbackKey, items)
+	} else {
+		res, err = calls.Rollback(context.Background(), bizID, idemKey)
+	}
 	if err != nil {
 		s.respondOutcome(ctx, err)
 		return
 	}
-	out := wire.QuotaRollbackResponse{IdemKey: res.IdemKey, Returned: make([]wire.QuotaReturned, len(res.Returned))}
+	out := wire.QuotaRollbackResponse{IdemKey: res.IdemKey, RollbackKey: rollbackKey, Returned: make([]wire.QuotaReturned, len(res.Returned))}
 	for i, r := range res.Returned {
 		out.Returned[i] = wire.QuotaReturned{IdentityType: r.IdentityType, Identity: r.Identity,
 			Dimension: r.Dimension, Window: windowWire(r.Window), Amount: r.Amount}
@@ -104,8 +155,29 @@ func (s *Server) rollback(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
 	respondJSON(ctx, fasthttp.StatusOK, &out)
 }
 
+// quotaItems converts a body's items as decodeDeduct does: an absent amount is 1, and a list
+// longer than the wire bounds is refused here.
+func quotaItems(in []wire.QuotaItem) ([]quota.Item, error) {
+	if len(in) > wire.MaxQuotaItems {
+		return nil, errTooManyItems
+	}
+	items := make([]quota.Item, len(in))
+	for i := range in {
+		it := &in[i]
+		if len(it.Dimensions) > wire.MaxItemDimensions {
+			return nil, errTooManyDimensions
+		}
+		amount := int64(1)
+		if it.Amount != nil {
+			amount = *it.Amount
+		}
+		items[i] = quota.Item{IdentityType: it.IdentityType, Identity: it.Identity, Dimensions: it.Dimensions, Amount: amount}
+	}
+	return items, nil
+}
+
 // usage answers GET /quotas/usage?bizId=&identityType=&identity=&dimension= (dimension may
-// repeat, or be left out for the counters of every rule that names its dimension): 200
+// repeat, or be left out for every counter of the identity in its current windows): 200
 // wire.QuotaUsageResponse, 400, 503. Values are URL-decoded, so a phone number's '+' must be
 // sent as %2B.
 func (s *Server) usage(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
@@ -140,7 +212,7 @@ func (s *Server) usage(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
 
 func counterWire(c *quota.Counter) wire.QuotaCounter {
 	out := wire.QuotaCounter{IdentityType: c.IdentityType, Identity: c.Identity, Dimension: c.Dimension,
-		Window: windowWire(c.Window), Used: c.Used, Limit: c.Limit}
+		Window: windowWire(c.Window), Used: c.Used, Limit: c.Limit, Shadow: c.Shadow}
 	if !c.ResetsAt.IsZero() {
 		t := c.ResetsAt
 		out.ResetsAt = &t

@@ -46,7 +46,7 @@ func always(*Server) bool       { return true }
 
 // endpoints is every route, the one place the API's paths are written, with the scopes a service
 // API key needs for it. /admin paths are authorized by the admin token before they are routed.
-var endpoints = routeTable([]endpoint{
+var endpoints = routeTable(append([]endpoint{
 	{Endpoint: Endpoint{"GET", "/healthz"}, name: "healthz", on: always,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) {
 			respondJSON(ctx, fasthttp.StatusOK, map[string]string{"status": "ok"})
@@ -75,6 +75,8 @@ var endpoints = routeTable([]endpoint{
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.rollback(ctx, p.shopper) }},
 	{Endpoint: Endpoint{"GET", "/quotas/usage"}, name: "quota_usage", on: quotasOn, scopes: apikeys.Quota | apikeys.Read,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.usage(ctx, p.shopper) }},
+	{Endpoint: Endpoint{"POST", "/quotas/ops"}, name: "quota_ops", on: quotasOn, scopes: apikeys.Quota,
+		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.quotaOps(ctx, p.shopper) }},
 
 	{Endpoint: Endpoint{"POST", "/admin/vouchers"}, name: "admin_create_voucher", on: vouchersOn,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, _ params) { s.createVoucher(ctx) }},
@@ -104,7 +106,7 @@ var endpoints = routeTable([]endpoint{
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.ruleByID(ctx, p.id, s.quotas.Rule) }},
 	{Endpoint: Endpoint{"DELETE", "/admin/quota-rules/{id}"}, name: "admin_delete_rule", on: quotasOn,
 		handle: func(s *Server, ctx *fasthttp.RequestCtx, p params) { s.ruleByID(ctx, p.id, s.quotas.DeleteRule) }},
-})
+}, quotaAdminRoutes...))
 
 // Routes lists every route the API serves (when its service is configured), in the table's order.
 func Routes() []Endpoint {

@@ -43,6 +43,9 @@ type Options struct {
 	Registerer     prometheus.Registerer // takes the request counts and latencies; nil: not exported
 	Probes         []Probe               // what /readyz checks (ready.go)
 	Log            *slog.Logger
+	// QuotaOps maps POST /quotas/ops's opType and userInfoType (quota_ops.go); zero: the
+	// defaults, wire.DefaultQuotaOpMapping.
+	QuotaOps wire.QuotaOpMapping
 }
 
 // Server serves the backend API. It is safe for concurrent use.
@@ -75,6 +78,9 @@ func New(opts Options) *Server {
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
+	}
+	if opts.QuotaOps.OpTypes == nil {
+		opts.QuotaOps = wire.DefaultQuotaOpMapping()
 	}
 	s := &Server{vouchers: opts.Vouchers, quotas: opts.Quotas, opts: opts, log: opts.Log, readDeduct: readDeduct,
 		counts: newHTTPMetrics(opts.Registerer), refusals: newKeyRefusals(opts.Registerer),

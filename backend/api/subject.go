@@ -78,7 +78,7 @@ func (s *Server) shopperOwnsItems(ctx *fasthttp.RequestCtx, sh *wire.Shopper, it
 // shopperMayRollback reports whether the rollback may go on: with no shopper, always; with one,
 // when its deducts of the idemKey noted an identity. Otherwise it answers 200 with nothing
 // given back, writing nothing (see the top of this file).
-func (s *Server) shopperMayRollback(ctx *fasthttp.RequestCtx, calls quota.Caller, sh *wire.Shopper, bizID int64, idemKey string) bool {
+func (s *Server) shopperMayRollback(ctx *fasthttp.RequestCtx, calls quota.Caller, sh *wire.Shopper, bizID int64, idemKey, rollbackKey string) bool {
 	if sh == nil {
 		return true
 	}
@@ -88,7 +88,7 @@ func (s *Server) shopperMayRollback(ctx *fasthttp.RequestCtx, calls quota.Caller
 		return false
 	}
 	if len(noted) == 0 {
-		respondJSON(ctx, fasthttp.StatusOK, &wire.QuotaRollbackResponse{IdemKey: idemKey, Returned: []wire.QuotaReturned{}})
+		respondJSON(ctx, fasthttp.StatusOK, &wire.QuotaRollbackResponse{IdemKey: idemKey, RollbackKey: rollbackKey, Returned: []wire.QuotaReturned{}})
 		return false
 	}
 	return true

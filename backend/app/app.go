@@ -123,10 +123,16 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	if a.Quotas, err = quota.New(ctx, qcfg); err != nil {
 		return nil, fmt.Errorf("start backend: %w", err)
 	}
+	// reported at start by quota.New, then on every /readyz; required unless allowed
+	probes = append(probes, api.Probe{Name: "redis_eviction", Required: !cfg.AllowQuotaEviction(), Check: a.Quotas.CheckEviction})
+	quotaOps, err := cfg.QuotaOpMapping()
+	if err != nil {
+		return nil, err
+	}
 	a.API = api.New(api.Options{Vouchers: a.Vouchers, Quotas: a.Quotas, AdminToken: cfg.AdminToken, Keys: a.Keys,
 		RequestTimeout: cfg.RequestTimeout, DBTimeout: cfg.DBTimeout, MaxBodyBytes: cfg.MaxBodyBytes,
 		Jobs: a.Jobs, Metrics: a.Metrics, Registerer: a.Metrics, Probes: probes, Log: a.log,
-		ReadBufferSize: config.HeaderLimit(cfg.MaxHeaderBytes).Forwarded()})
+		ReadBufferSize: config.HeaderLimit(cfg.MaxHeaderBytes).Forwarded(), QuotaOps: quotaOps})
 	a.http = a.API.HTTPServer()
 	a.ops = a.API.OpsHTTPServer()
 	jobsCtx, stop := context.WithCancel(context.Background())
@@ -149,7 +155,8 @@ func (a *App) serviceConfigs(opts []Option) (voucher.Config, quota.Config) {
 	qcfg := quota.Config{Redis: a.Redis, DB: a.Pool, NATS: a.NATS,
 		KeyPrefix: cfg.RedisPrefix, NATSPrefix: cfg.NATSPrefix, IdemTTL: cfg.QuotaIdemTTL,
 		RefreshEvery: cfg.QuotaRefreshEvery, Metrics: a.Metrics, Log: a.log,
-		Durability: quota.Durability{MinReplicas: cfg.QuotaReplicas(), Wait: cfg.QuotaWaitTimeout}}
+		Durability:    quota.Durability{MinReplicas: cfg.QuotaReplicas(), Wait: cfg.QuotaWaitTimeout},
+		AllowEviction: cfg.AllowQuotaEviction(), DegradeBackoff: cfg.QuotaDegradeBackoff}
 	if o.clock != nil {
 		vcfg.Clock, qcfg.Clock = o.clock, o.clock
 	}

@@ -129,7 +129,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 	}
 	if st, body := b.Do(t, "GET", "/readyz", nil); st != 200 ||
-		string(body) != `{"status":"ready","checks":{"nats":"ok","postgres":"ok","redis":"ok"}}` {
+		string(body) != `{"status":"ready","checks":{"nats":"ok","postgres":"ok","redis":"ok","redis_eviction":"ok"}}` {
 		t.Errorf("/readyz: %d %s; want 200 with every check ok", st, body)
 	}
 }

@@ -13,7 +13,8 @@ import (
 // take the room between Check and Deduct.
 //
 // Errors: as Deduct's: ErrInvalid, ErrQuotaExceeded (an *ExceededError), ErrRolledBack,
-// ErrIdemKeyReused, ErrUnavailable.
+// ErrIdemKeyReused, ErrUnavailable; and, as Deduct, a degraded pass in place of ErrUnavailable
+// for a business line that degrades OPEN.
 func (s *Service) Check(ctx context.Context, bizID int64, idemKey string, items []Item) (DeductResult, error) {
 	return s.As("").Check(ctx, bizID, idemKey, items)
 }
@@ -23,8 +24,17 @@ func (c Caller) Check(ctx context.Context, bizID int64, idemKey string, items []
 	if err := validateDeduct(bizID, idemKey, items); err != nil {
 		return DeductResult{}, err
 	}
-	res, err := c.s.check(ctx, bizID, c.stored(idemKey), items)
+	s := c.s
+	if s.degrades(ctx, bizID, items) {
+		if res, ok := s.degraded(bizID, idemKey, nil); ok {
+			return res, nil
+		}
+	}
+	res, err := s.check(ctx, bizID, c.stored(idemKey), items)
 	res.IdemKey = idemKey
+	if d, ok := s.degraded(bizID, idemKey, err); err != nil && ok {
+		return d, nil
+	}
 	return res, err
 }
 
@@ -50,5 +60,5 @@ func (s *Service) check(ctx context.Context, bizID int64, idemKey string, items 
 			return DeductResult{}, err
 		}
 	}
-	return s.answer(idemKey, steps, results)
+	return s.answer(idemKey, steps, results, false)
 }

@@ -13,6 +13,11 @@ import (
 type DeductResult struct {
 	IdemKey  string
 	Counters []Counter // every counter the items touched, after the deduct
+	// WouldExceed lists the SHADOW rules that would have refused this deduct.
+	WouldExceed []WouldExceed
+	// Degraded: Redis could not be reached and the business line degrades OPEN; nothing was
+	// counted, Counters is empty.
+	Degraded bool
 }
 
 // Deduct takes each item's amount from every counter the rules imply for it, or from none.
@@ -22,6 +27,11 @@ type DeductResult struct {
 //
 // Errors: ErrInvalid, ErrQuotaExceeded, ErrRolledBack, ErrIdemKeyReused, ErrUnavailable. After
 // ErrUnavailable the outcome may be unknown: retry with the same idemKey, or roll it back.
+//
+// When Redis cannot be reached and bizID's business line is set to whenUnavailable OPEN, the
+// answer is a pass with Degraded set instead of ErrUnavailable: nothing counted, except what a
+// step interrupted by the failure may have counted (an outcome unknown as any other, which a
+// rollback gives back once Redis answers).
 //
 // A deduct answered 200 stays counted until its rollback, however the attempts of one idemKey
 // (a client's retries, running at once on any backend) interleave:
@@ -47,12 +57,22 @@ func (c Caller) Deduct(ctx context.Context, bizID int64, idemKey string, items [
 		return DeductResult{}, err
 	}
 	s.metrics.deducts.Add(1)
+	if s.degrades(ctx, bizID, items) {
+		if res, ok := s.degraded(bizID, idemKey, nil); ok {
+			return res, nil
+		}
+	}
 	res, err := s.deduct(ctx, bizID, c.stored(idemKey), items)
 	res.IdemKey = idemKey
 	switch {
 	case err == nil:
 		s.metrics.taken.Add(1)
 	case errors.Is(err, ErrUnavailable):
+		if d, ok := s.degraded(bizID, idemKey, err); ok {
+			s.cfg.Log.Warn("quota: Redis unreachable; the business line degrades OPEN: answered without counting",
+				"bizId", bizID, "idemKey", idemKey, "err", err)
+			return d, nil
+		}
 		s.metrics.unavailable.Add(1)
 	case errors.Is(err, ErrQuotaExceeded):
 		s.metrics.exceeded.Add(1)
@@ -115,7 +135,7 @@ func (s *Service) deduct(ctx context.Context, bizID int64, idemKey string, items
 		}
 		return DeductResult{}, s.abandon(ctx, reqKey, gen, steps, results, end, idemKey, attempt, cause)
 	}
-	return s.answer(idemKey, steps, results)
+	return s.answer(idemKey, steps, results, true)
 }
 
 // refused turns a step's refusal into the error to answer, or nil.
@@ -133,12 +153,8 @@ func refusal(idemKey string, steps []step, results []stepResult, i int) error {
 	case stepFull:
 		st := &steps[i]
 		c := &st.counters[r.full]
-		return &ExceededError{
-			Counter: Counter{IdentityType: st.identityType, Identity: st.identity, Dimension: c.dimension,
-				Window: *c.window, Used: r.fullAt.used, Limit: c.limit,
-				ResetsAt: resetsAt(c.kind, c.msField(), r.fullAt, c.window.Location())},
-			Requested: c.amount,
-		}
+		v := c.view()
+		return &ExceededError{Counter: v.counter(st.identityType, st.identity, r.fullAt), Requested: c.amount}
 	case stepRolledBack:
 		return ErrRolledBack
 	case stepReused:
@@ -197,8 +213,52 @@ func (c *counterPlan) msField() int64 {
 	return c.span
 }
 
-// answer builds the result from each step's own or replayed outcome.
-func (s *Service) answer(idemKey string, steps []step, results []stepResult) (DeductResult, error) {
+// counterView is what an answer says of one counter, from a plan or a record.
+type counterView struct {
+	dim         string
+	window      Window
+	kind        byte
+	ms          int64 // 'C': the period's end; 'R': the window's size
+	limit       int64 // -1: no ENFORCE rule implies it
+	shadowRule  int64 // 0: no SHADOW rule implies it
+	shadowLimit int64
+}
+
+func (c *counterPlan) view() counterView {
+	v := counterView{dim: c.dimension, window: *c.window, kind: c.kind, ms: c.msField(), limit: -1}
+	if c.enforced {
+		v.limit = c.limit
+	}
+	if c.hasShadow {
+		v.shadowRule, v.shadowLimit = c.shadowRule, c.shadowLimit
+	}
+	return v
+}
+
+// counter is the Counter of the view for an identity, standing at u.
+func (v *counterView) counter(typ, identity string, u used) Counter {
+	c := Counter{IdentityType: typ, Identity: identity, Dimension: v.dim, Window: v.window, Used: u.used, Limit: v.limit,
+		ResetsAt: resetsAt(v.kind, v.ms, u, v.window.Location())}
+	if v.limit < 0 {
+		c.Limit, c.Shadow = v.shadowLimit, true
+	}
+	return c
+}
+
+// wouldExceed reports the view's SHADOW rule if c, the counter after a deduct, passed its limit:
+// the deduct took the counter from c.Used minus its amount past the limit, which the rule, were
+// it enforced, would have refused.
+func (v *counterView) wouldExceed(c Counter) (WouldExceed, bool) {
+	if v.shadowRule == 0 || c.Used <= v.shadowLimit {
+		return WouldExceed{}, false
+	}
+	c.Limit, c.Shadow = v.shadowLimit, true
+	return WouldExceed{RuleID: v.shadowRule, Counter: c}, true
+}
+
+// answer builds the result from each step's own or replayed outcome. first counts the SHADOW
+// rules that would have refused the steps taken by this call (not replays) in the metrics.
+func (s *Service) answer(idemKey string, steps []step, results []stepResult, first bool) (DeductResult, error) {
 	n := 0
 	for i := range steps {
 		n += len(steps[i].counters)
@@ -207,11 +267,9 @@ func (s *Service) answer(idemKey string, steps []step, results []stepResult) (De
 	for i := range steps {
 		st, r := &steps[i], &results[i]
 		if r.status == stepReplayed {
-			cs, err := replayed(st, r)
-			if err != nil {
+			if err := replayed(&out, st, r); err != nil {
 				return DeductResult{}, unavailable("deduct "+idemKey+": read the first answer", err)
 			}
-			out.Counters = append(out.Counters, cs...)
 			continue
 		}
 		us, err := parseUsed(r.used, len(st.counters))
@@ -219,36 +277,44 @@ func (s *Service) answer(idemKey string, steps []step, results []stepResult) (De
 			return DeductResult{}, unavailable("deduct "+idemKey, err)
 		}
 		for j := range st.counters {
-			c := &st.counters[j]
-			out.Counters = append(out.Counters, Counter{IdentityType: st.identityType, Identity: st.identity,
-				Dimension: c.dimension, Window: *c.window, Used: us[j].used, Limit: c.limit,
-				ResetsAt: resetsAt(c.kind, c.msField(), us[j], c.window.Location())})
+			v := st.counters[j].view()
+			c := v.counter(st.identityType, st.identity, us[j])
+			out.Counters = append(out.Counters, c)
+			if w, ok := v.wouldExceed(c); ok {
+				out.WouldExceed = append(out.WouldExceed, w)
+				if first {
+					s.metrics.wouldExceed(w.RuleID)
+				}
+			}
 		}
 	}
 	return out, nil
 }
 
-// replayed rebuilds the counters of a step that an earlier attempt took.
-func replayed(st *step, r *stepResult) ([]Counter, error) {
+// replayed adds to out the counters of a step that an earlier attempt took, from its record.
+func replayed(out *DeductResult, st *step, r *stepResult) error {
 	rs, err := parseRecord(r.record)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	us, err := parseUsed(r.used, len(rs))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]Counter, len(rs))
 	for j := range rs {
 		w, err := ParseWindowID(rs[j].windowID)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out[j] = Counter{IdentityType: st.identityType, Identity: st.identity, Dimension: rs[j].dim,
-			Window: w, Used: us[j].used, Limit: rs[j].limit,
-			ResetsAt: resetsAt(rs[j].kind, rs[j].ms, us[j], w.Location())}
+		v := counterView{dim: rs[j].dim, window: w, kind: rs[j].kind, ms: rs[j].ms, limit: rs[j].limit,
+			shadowRule: rs[j].shadowRule, shadowLimit: rs[j].shadowLimit}
+		c := v.counter(st.identityType, st.identity, us[j])
+		out.Counters = append(out.Counters, c)
+		if w, ok := v.wouldExceed(c); ok {
+			out.WouldExceed = append(out.WouldExceed, w)
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // DeductScriptCall returns the keys and arguments of the quota_deduct.lua call that a deduct

@@ -32,11 +32,19 @@ type Durability struct {
 // script, a touch and WAIT go in one pipeline on one connection to the master of keys[0]'s
 // slot, because WAIT counts only the writes of its own connection. The touch (a key of the
 // script's hash tag that expires at once) makes every call write, so a call whose script
-// changed nothing (a retry finding its idemKey rolled back) still waits for all that node has
-// written before it, the record it answers from included. Redis 7.0 moves a connection's WAIT
-// offset to the master's on every command, read or write; later releases only on a command
-// that propagated something, and there the touch is what makes a read-only call wait.
+// changed nothing (a retry finding its idemKey rolled back, or replaying its record) still
+// waits for all that node has written before it, the record it answers from included. Redis 7.0
+// moves a connection's WAIT offset to the master's on every command, read or write; later
+// releases only on a command that propagated something, and there the touch is what makes a
+// read-only call wait. Its outcome feeds the breaker (degrade.go).
 func (sc *scripts) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	cmd := sc.runDurably(ctx, script, keys, args...)
+	sc.observe(ctx, keys[0], cmd.Err())
+	return cmd
+}
+
+// runDurably is run without the breaker.
+func (sc *scripts) runDurably(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	if sc.durability.MinReplicas == 0 {
 		return script.Run(ctx, sc.rdb, keys, args...)
 	}

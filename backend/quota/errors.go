@@ -19,6 +19,18 @@ var (
 	ErrRuleNotFound = errors.New("quota rule not found")
 	// ErrTooManyRules: the bizId and identityType hold the most rules allowed.
 	ErrTooManyRules = errors.New("too many quota rules")
+	// ErrRollbackKeyReused: the rollbackKey gave back from the idemKey for other items than these.
+	ErrRollbackKeyReused = errors.New("rollback key reused with other items")
+	// ErrNoRuleToOverride: no rule has the bizId, identityType, dimension and window an override
+	// names.
+	ErrNoRuleToOverride = errors.New("no quota rule of this bizId, identityType, dimension and window to override")
+	// ErrOverrideNotFound: no override has the id.
+	ErrOverrideNotFound = errors.New("quota override not found")
+	// ErrTooManyOverrides: the rule holds MaxOverridesPerRule overrides.
+	ErrTooManyOverrides = errors.New("too many quota overrides")
+	// ErrResetUnknown: a reset's Redis call did not answer; it may or may not have run, and its
+	// record says UNKNOWN. Returned with ErrUnavailable.
+	ErrResetUnknown = errors.New("the reset may or may not have run")
 	// ErrUnavailable: Redis or PostgreSQL did not answer in time. A deduct's outcome may be
 	// unknown: retry with the same idemKey, or roll it back.
 	ErrUnavailable = errors.New("unavailable")

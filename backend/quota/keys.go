@@ -11,6 +11,8 @@ import "strconv"
 //	<prefix>quota:{1:USER:12345}:z:ROLLING/86400000:ITEM:1001            rolling entries (sorted set)
 //	<prefix>quota:{1:USER:12345}:s:ROLLING/86400000:ITEM:1001            rolling sum
 //	<prefix>quota:{1:USER:12345}:i:order-77                              the identity's record of an idemKey
+//	<prefix>quota:{1:USER:12345}:x                                       index of its wildcard rules' counters
+//	<prefix>quota:{1:USER:12345}:r                                       when each counter was last reset
 //	<prefix>quota:req:{1:order-77}                                       the identities an idemKey touched
 
 func identityBase(prefix string, bizID int64, typ, identity string) string {
@@ -27,6 +29,12 @@ func identityBase(prefix string, bizID int64, typ, identity string) string {
 }
 
 func recordKey(base, idemKey string) string { return base + "i:" + idemKey }
+
+// indexKey names the identity's index of counters that only items name (quota_deduct.lua).
+func indexKey(base string) string { return base + "x" }
+
+// resetsKey names the identity's hash of counter key → when it was last reset (quota_reset.lua).
+func resetsKey(base string) string { return base + "r" }
 
 func requestKey(prefix string, bizID int64, idemKey string) string {
 	b := make([]byte, 0, len(prefix)+len("quota:req:{:}")+20+len(idemKey))

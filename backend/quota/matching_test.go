@@ -58,7 +58,8 @@ func TestRuleMatching(t *testing.T) {
 	if _, err := e.deduct(1, "device", item("DEVICE", "u", 1, "ITEM:1")); err != nil {
 		t.Fatalf("DEVICE: %v", err)
 	}
-	// usage without a dimension lists the rules that name theirs, not the wildcard
+	// usage without a dimension lists every counter of the identity: the rules that name
+	// theirs, and the wildcard's, one per item it counted (ITEM:1's shared with the exact rule)
 	cs, err := e.svc.Usage(t.Context(), 1, "USER", "u", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -67,8 +68,8 @@ func TestRuleMatching(t *testing.T) {
 	for _, c := range cs {
 		got[c.Dimension] = c.Used
 	}
-	if len(got) != 2 || got["ITEM:1"] != 2 || got["*"] != 6 {
-		t.Fatalf("usage: %v; want ITEM:1 at 2 and * at 6", got)
+	if len(got) != 3 || got["ITEM:1"] != 2 || got["ITEM:2"] != 3 || got["*"] != 6 {
+		t.Fatalf("usage: %v; want ITEM:1 at 2, ITEM:2 at 3 and * at 6", got)
 	}
 	// an item with no matching rule is not limited
 	res, err := e.deduct(1, "free", item("USER", "u", 1, "GIFT:1"))

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"strconv"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,12 +24,48 @@ type Metrics struct {
 	RuleLoads   uint64 // successful loads of every rule
 	RuleErrors  uint64 // failed loads (the rules held stay in use)
 	Rules       uint64 // rules held now
+	Degraded    uint64 // deducts and checks answered degraded (Redis unreachable, business line OPEN)
+	WouldExceed uint64 // SHADOW rules' would-be refusals of deducts that passed, all rules summed
+	Resets      uint64 // counter resets that reached Redis
+	MayEvict    bool   // at the last look, a Redis master's maxmemory-policy could evict quota keys
 }
 
 type metrics struct {
 	deducts, taken, replayed, exceeded, rolledBack, reused atomic.Uint64
 	rollbacks, givenBack, unavailable, undoFailed          atomic.Uint64
 	ruleLoads, ruleErrors, rules                           atomic.Uint64
+	degraded, shadowed, resets                             atomic.Uint64
+	mayEvict                                               atomic.Bool
+
+	// by business line and by rule; created by newMetrics
+	degradedBy, shadowedBy *prometheus.CounterVec
+}
+
+func newMetrics() metrics {
+	return metrics{
+		degradedBy: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vouchergate_quota_degraded_total",
+			Help: "Quota deducts and checks answered degraded (counting nothing) because Redis could not be reached and their business line is set to whenUnavailable OPEN."},
+			[]string{"biz_id"}),
+		shadowedBy: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vouchergate_quota_shadow_would_exceed_total",
+			Help: "Deducts that passed but that a SHADOW rule would have refused, by rule (first answers, not replays)."},
+			[]string{"rule_id"}),
+	}
+}
+
+// wouldExceed counts a SHADOW rule's would-be refusal.
+func (c *metrics) wouldExceed(rule int64) {
+	c.shadowed.Add(1)
+	if c.shadowedBy != nil {
+		c.shadowedBy.WithLabelValues(strconv.FormatInt(rule, 10)).Inc()
+	}
+}
+
+// degradedAnswer counts a degraded answer of bizID.
+func (c *metrics) degradedAnswer(bizID int64) {
+	c.degraded.Add(1)
+	if c.degradedBy != nil {
+		c.degradedBy.WithLabelValues(strconv.FormatInt(bizID, 10)).Inc()
+	}
 }
 
 // Metrics returns the counts so far.
@@ -39,7 +76,8 @@ func (s *Service) Metrics() Metrics {
 		Exceeded: c.exceeded.Load(), RolledBack: c.rolledBack.Load(), Reused: c.reused.Load(),
 		Rollbacks: c.rollbacks.Load(), GivenBack: c.givenBack.Load(), Unavailable: c.unavailable.Load(),
 		UndoFailed: c.undoFailed.Load(), RuleLoads: c.ruleLoads.Load(), RuleErrors: c.ruleErrors.Load(),
-		Rules: c.rules.Load(),
+		Rules: c.rules.Load(), Degraded: c.degraded.Load(), WouldExceed: c.shadowed.Load(), Resets: c.resets.Load(),
+		MayEvict: c.mayEvict.Load(),
 	}
 }
 
@@ -65,5 +103,15 @@ func (c *metrics) collectors() []prometheus.Collector {
 		counter("vouchergate_quota_rule_load_errors_total", "Failed loads of the quota rules; the rules held stay in use.", &c.ruleErrors),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vouchergate_quota_rules", Help: "Quota rules held now."},
 			func() float64 { return float64(c.rules.Load()) }),
+		counter("vouchergate_quota_resets_total", "Resets of an identity's quota counters that reached Redis.", &c.resets),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vouchergate_quota_redis_may_evict",
+			Help: "1 when, at the last look (start, /readyz, every VG_QUOTA_REFRESH_EVERY), a Redis master's maxmemory-policy could evict quota keys; 0 with noeviction."},
+			func() float64 {
+				if c.mayEvict.Load() {
+					return 1
+				}
+				return 0
+			}),
+		c.degradedBy, c.shadowedBy,
 	}
 }

@@ -23,10 +23,21 @@ type Counter struct {
 	Dimension    string
 	Window       Window
 	Used         int64
-	Limit        int64
+	// Limit is the limit enforced on the counter: the lowest of its ENFORCE rules', each an
+	// override's for the identity when one is in force; when only SHADOW rules imply the
+	// counter, the lowest of theirs, and Shadow is set (nothing refuses on it).
+	Limit  int64
+	Shadow bool
 	// ResetsAt is when the period ends (calendar, fixed) or when the oldest purchase still
 	// counting stops counting (rolling); zero when a rolling counter holds nothing.
 	ResetsAt time.Time
+}
+
+// WouldExceed is a SHADOW rule that would have refused a deduct that passed: the counter as the
+// deduct left it, with the shadow rule's limit, which its Used passes.
+type WouldExceed struct {
+	RuleID  int64
+	Counter Counter
 }
 
 // Bounds that keep one identity's script call small.
@@ -38,18 +49,30 @@ const (
 	counterGrace = 10 * time.Minute
 )
 
+// noLimit is the limit a script is given for a counter that only SHADOW rules imply: no amount
+// reaches it (a counter holds at most 2^53 in a Lua number, far above wire.MaxQuotaLimit).
+const noLimit = 1 << 53
+
+var noLimitArg any = int64(noLimit)
+
 // counterPlan is one counter a deduct changes, with what it adds.
 type counterPlan struct {
 	dimension string
 	window    *Window
 	kind      byte // 'C' calendar or fixed: one integer key; 'R' rolling: a sorted set and a sum
 	limit     int64
-	limitArg  any // limit, boxed once per rule for the script's arguments
-	amount    int64
-	span      int64  // ms: how long a 'C' key lives, or an 'R' window's size
-	seg       string // the window (and period) part of the key names
-	resetsAt  int64  // 'C': the period's end, unix ms
-	lastItem  int    // the item that last added to it, so an item adds once per counter
+	limitArg  any  // limit, boxed once per rule for the script's arguments
+	enforced  bool // an ENFORCE rule implies it (else limit is noLimit)
+	// the lowest SHADOW rule implying it, if hasShadow
+	hasShadow   bool
+	shadowLimit int64
+	shadowRule  int64
+	indexed     bool // a wildcard rule implies it: noted in the identity's index for usage
+	amount      int64
+	span        int64  // ms: how long a 'C' key lives, or an 'R' window's size
+	seg         string // the window (and period) part of the key names
+	resetsAt    int64  // 'C': the period's end, unix ms
+	lastItem    int    // the item that last added to it, so an item adds once per counter
 }
 
 // step is one identity's part of a deduct: one script call.
@@ -84,13 +107,14 @@ func plan(prefix string, bizID int64, items []Item, rules *ruleSet, now time.Tim
 		}
 		st := &steps[len(steps)-1]
 		for _, r := range rules.forType(bizID, it.IdentityType) {
+			limit, limitArg := rules.limitFor(r, it.Identity, now)
 			if r.Dimension == "*" {
-				st.add(i, "*", r, it.Amount, now, nowMs)
+				st.add(i, "*", r, limit, limitArg, it.Amount, now, nowMs)
 				continue
 			}
 			for _, d := range it.Dimensions {
 				if counterDim, ok := r.matches(d); ok {
-					st.add(i, counterDim, r, it.Amount, now, nowMs)
+					st.add(i, counterDim, r, limit, limitArg, it.Amount, now, nowMs)
 				}
 			}
 		}
@@ -112,34 +136,48 @@ func identityLess(a, b *Item) bool {
 	return a.Identity < b.Identity
 }
 
-// add counts amount of item toward the counter of dimension dim under rule r.
-func (st *step) add(item int, dim string, r *Rule, amount int64, now time.Time, nowMs int64) {
+// add counts amount of item toward the counter of dimension dim under rule r, whose limit for
+// the identity is limit (boxed: limitArg).
+func (st *step) add(item int, dim string, r *Rule, limit int64, limitArg any, amount int64, now time.Time, nowMs int64) {
 	w := &r.Window
-	c := counterPlan{dimension: dim, window: w, limit: r.Limit, limitArg: r.limitArg, amount: amount, lastItem: item}
+	var kind byte
+	var span, end int64
+	var seg string
 	if w.Type == Rolling {
-		c.kind, c.span, c.seg = 'R', w.Size.Milliseconds(), w.id
+		kind, span, seg = 'R', w.Size.Milliseconds(), w.id
 	} else {
 		p, ok := w.periodAt(now)
 		if !ok {
 			return // a fixed window that is not open now
 		}
-		c.kind, c.resetsAt, c.seg = 'C', p.endMs, p.seg
-		c.span = c.resetsAt - nowMs + counterGrace.Milliseconds()
+		kind, end, seg = 'C', p.endMs, p.seg
+		span = end - nowMs + counterGrace.Milliseconds()
 	}
+	var e *counterPlan
 	for k := range st.counters {
-		e := &st.counters[k]
-		if e.dimension == dim && e.seg == c.seg {
-			if c.limit < e.limit {
-				e.limit, e.limitArg = c.limit, c.limitArg
-			}
-			if e.lastItem != item {
-				e.amount += amount
-				e.lastItem = item
-			}
-			return
+		if c := &st.counters[k]; c.dimension == dim && c.seg == seg {
+			e = c
+			break
 		}
 	}
-	st.counters = append(st.counters, c)
+	if e == nil {
+		st.counters = append(st.counters, counterPlan{dimension: dim, window: w, kind: kind, limit: noLimit, limitArg: noLimitArg,
+			span: span, seg: seg, resetsAt: end, lastItem: -1})
+		e = &st.counters[len(st.counters)-1]
+	}
+	switch {
+	case r.shadow() && (!e.hasShadow || limit < e.shadowLimit):
+		e.hasShadow, e.shadowLimit, e.shadowRule = true, limit, r.ID
+	case !r.shadow() && (!e.enforced || limit < e.limit):
+		e.enforced, e.limit, e.limitArg = true, limit, limitArg
+	}
+	if r.Dimension != dim && r.Dimension != "*" {
+		e.indexed = true // a wildcard rule: the counter's name is known only from the item
+	}
+	if e.lastItem != item {
+		e.amount += amount
+		e.lastItem = item
+	}
 }
 
 // fingerprint sums a hash of each of the identity's items, so the order of items and of

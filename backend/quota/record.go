@@ -9,11 +9,13 @@ import (
 
 // An identity's record of an idemKey keeps the counters its step changed, in a line each:
 //
-//	kind \t amount \t limit \t ms \t seg \t windowID \t dimension \n
+//	kind \t amount \t limit \t ms \t seg \t windowID \t dimension [\t shadowRule:shadowLimit] \n
 //
-// where ms is a 'C' counter's period end or an 'R' counter's window size. Dimensions and
-// window IDs hold no tab or newline (no control characters are allowed). The record lets a
-// retry answer as the first attempt did and a rollback give back exactly what was taken.
+// where ms is a 'C' counter's period end or an 'R' counter's window size, limit is -1 when no
+// ENFORCE rule implies the counter, and the last field, absent in records written before
+// SHADOW rules, names the lowest SHADOW rule implying it. Dimensions and window IDs hold no tab
+// or newline (no control characters are allowed). The record lets a retry answer as the first
+// attempt did and a rollback give back exactly what was taken.
 
 func appendRecord(b []byte, cs []counterPlan) []byte {
 	for i := range cs {
@@ -21,7 +23,11 @@ func appendRecord(b []byte, cs []counterPlan) []byte {
 		b = append(b, c.kind, '\t')
 		b = strconv.AppendInt(b, c.amount, 10)
 		b = append(b, '\t')
-		b = strconv.AppendInt(b, c.limit, 10)
+		if c.enforced {
+			b = strconv.AppendInt(b, c.limit, 10)
+		} else {
+			b = append(b, "-1"...)
+		}
 		b = append(b, '\t')
 		if c.kind == 'C' {
 			b = strconv.AppendInt(b, c.resetsAt, 10)
@@ -34,6 +40,12 @@ func appendRecord(b []byte, cs []counterPlan) []byte {
 		b = append(b, c.window.id...)
 		b = append(b, '\t')
 		b = append(b, c.dimension...)
+		if c.hasShadow {
+			b = append(b, '\t')
+			b = strconv.AppendInt(b, c.shadowRule, 10)
+			b = append(b, ':')
+			b = strconv.AppendInt(b, c.shadowLimit, 10)
+		}
 		b = append(b, '\n')
 	}
 	return b
@@ -43,11 +55,14 @@ func appendRecord(b []byte, cs []counterPlan) []byte {
 type recorded struct {
 	kind     byte
 	amount   int64
-	limit    int64
+	limit    int64 // -1: no ENFORCE rule
 	ms       int64
 	seg      string
 	windowID string
 	dim      string
+	// the lowest SHADOW rule, when shadowRule is not 0
+	shadowRule  int64
+	shadowLimit int64
 }
 
 var errBadRecord = errors.New("quota record is malformed")
@@ -68,12 +83,22 @@ func parseRecord(s string) ([]recorded, error) {
 				return nil, errBadRecord
 			}
 		}
-		fields[6] = line
+		dim, shadow, hasShadow := strings.Cut(line, "\t")
+		fields[6] = dim
 		kind := fields[0]
 		if len(kind) != 1 || (kind[0] != 'C' && kind[0] != 'R') {
 			return nil, errBadRecord
 		}
 		r := recorded{kind: kind[0], seg: fields[4], windowID: fields[5], dim: fields[6]}
+		if hasShadow {
+			id, limit, ok := strings.Cut(shadow, ":")
+			var err1, err2 error
+			r.shadowRule, err1 = strconv.ParseInt(id, 10, 64)
+			r.shadowLimit, err2 = strconv.ParseInt(limit, 10, 64)
+			if !ok || err1 != nil || err2 != nil || r.shadowRule <= 0 {
+				return nil, errBadRecord
+			}
+		}
 		var err1, err2, err3 error
 		r.amount, err1 = strconv.ParseInt(fields[1], 10, 64)
 		r.limit, err2 = strconv.ParseInt(fields[2], 10, 64)

@@ -6,13 +6,17 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"vouchergate/shared/clock"
 )
 
-// ruleCache holds every rule in memory for the deduct path. It reloads them all when told (a
-// NATS message after a change on any backend, or a change made here) and every refresh period
-// as a backstop for lost messages, so a change is seen within seconds everywhere.
+// ruleCache holds every rule, override and business line setting in memory for the deduct
+// path. It reloads them all when told (a NATS message after a change on any backend, or a
+// change made here) and every refresh period as a backstop for lost messages, so a change is
+// seen within milliseconds everywhere NATS reaches, and within the period otherwise.
 type ruleCache struct {
 	store   *ruleStore
+	clock   clock.Clock
 	log     *slog.Logger
 	set     atomic.Pointer[ruleSet]
 	kick    chan struct{}
@@ -20,9 +24,9 @@ type ruleCache struct {
 	metrics *metrics
 }
 
-func newRuleCache(store *ruleStore, log *slog.Logger, m *metrics) *ruleCache {
-	c := &ruleCache{store: store, log: log, kick: make(chan struct{}, 1), metrics: m}
-	c.set.Store(newRuleSet(nil))
+func newRuleCache(store *ruleStore, clk clock.Clock, log *slog.Logger, m *metrics) *ruleCache {
+	c := &ruleCache{store: store, clock: clk, log: log, kick: make(chan struct{}, 1), metrics: m}
+	c.set.Store(newRuleSet(nil, nil, nil))
 	return c
 }
 
@@ -31,12 +35,12 @@ func (c *ruleCache) current() *ruleSet { return c.set.Load() }
 func (c *ruleCache) reload(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rules, err := c.store.all(ctx)
+	rules, overrides, open, err := c.store.snapshot(ctx, c.clock.Now())
 	if err != nil {
 		c.metrics.ruleErrors.Add(1)
 		return err
 	}
-	c.set.Store(newRuleSet(rules))
+	c.set.Store(newRuleSet(rules, overrides, open))
 	c.metrics.ruleLoads.Add(1)
 	c.metrics.rules.Store(uint64(len(rules)))
 	return nil
@@ -50,8 +54,8 @@ func (c *ruleCache) poke() {
 	}
 }
 
-// run reloads on each poke and every period until ctx ends.
-func (c *ruleCache) run(ctx context.Context, every time.Duration) {
+// run reloads on each poke and every period until ctx ends, and calls tick every period.
+func (c *ruleCache) run(ctx context.Context, every time.Duration, tick func(context.Context)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -60,6 +64,7 @@ func (c *ruleCache) run(ctx context.Context, every time.Duration) {
 			return
 		case <-c.kick:
 		case <-t.C:
+			tick(ctx)
 		}
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		if err := c.reload(rctx); err != nil && ctx.Err() == nil {
@@ -69,10 +74,13 @@ func (c *ruleCache) run(ctx context.Context, every time.Duration) {
 	}
 }
 
-// ruleSet is an immutable snapshot of every rule, indexed for the deduct path.
+// ruleSet is an immutable snapshot of every rule, override and OPEN business line, indexed for
+// the deduct path.
 type ruleSet struct {
-	byType map[typeKey][]*Rule
-	all    []*Rule
+	byType    map[typeKey][]*Rule
+	all       []*Rule
+	overrides map[overrideKey]*Override
+	open      map[int64]bool // bizIds whose deducts degrade open without Redis
 }
 
 type typeKey struct {
@@ -80,16 +88,45 @@ type typeKey struct {
 	typ string
 }
 
-func newRuleSet(rules []Rule) *ruleSet {
-	s := &ruleSet{byType: make(map[typeKey][]*Rule), all: make([]*Rule, len(rules))}
+type overrideKey struct {
+	rule     int64
+	identity string
+}
+
+func newRuleSet(rules []Rule, overrides []Override, open []int64) *ruleSet {
+	s := &ruleSet{byType: make(map[typeKey][]*Rule), all: make([]*Rule, len(rules)),
+		overrides: make(map[overrideKey]*Override, len(overrides)), open: make(map[int64]bool, len(open))}
+	byID := make(map[int64]*Rule, len(rules))
 	for i := range rules {
 		r := &rules[i]
 		r.limitArg = r.Limit
 		s.all[i] = r
+		byID[r.ID] = r
 		k := typeKey{r.BizID, r.IdentityType}
 		s.byType[k] = append(s.byType[k], r)
+	}
+	for i := range overrides {
+		o := &overrides[i]
+		if r := byID[o.RuleID]; r != nil {
+			o.limitArg = o.Limit
+			r.overridden = true
+			s.overrides[overrideKey{o.RuleID, o.Identity}] = o
+		}
+	}
+	for _, b := range open {
+		s.open[b] = true
 	}
 	return s
 }
 
 func (s *ruleSet) forType(biz int64, typ string) []*Rule { return s.byType[typeKey{biz, typ}] }
+
+// limitFor is r's limit for identity at now: its override's while one is in force, else r's.
+func (s *ruleSet) limitFor(r *Rule, identity string, now time.Time) (int64, any) {
+	if r.overridden {
+		if o := s.overrides[overrideKey{r.ID, identity}]; o != nil && o.active(now) {
+			return o.Limit, o.limitArg
+		}
+	}
+	return r.Limit, r.limitArg
+}

@@ -18,20 +18,21 @@ type ruleStore struct {
 }
 
 const ruleColumns = `id, biz_id, identity_type, dimension, quota_limit, window_type, timezone,
-	rolling_ms, fixed_start, fixed_end, created_at, updated_at`
+	rolling_ms, fixed_start, fixed_end, mode, created_at, updated_at`
 
 func scanRule(row pgx.Row) (Rule, error) {
 	var (
 		r          Rule
-		typ        string
+		typ, mode  string
 		tz         *string
 		rollingMs  *int64
 		start, end *time.Time
 	)
 	if err := row.Scan(&r.ID, &r.BizID, &r.IdentityType, &r.Dimension, &r.Limit, &typ, &tz,
-		&rollingMs, &start, &end, &r.CreatedAt, &r.UpdatedAt); err != nil {
+		&rollingMs, &start, &end, &mode, &r.CreatedAt, &r.UpdatedAt); err != nil {
 		return Rule{}, err
 	}
+	r.Mode = RuleMode(mode)
 	var err error
 	switch WindowType(typ) {
 	case Day, Week, Month:
@@ -63,6 +64,27 @@ func (s *ruleStore) all(ctx context.Context) ([]Rule, error) {
 	return s.query(ctx, `SELECT `+ruleColumns+` FROM quota_rules ORDER BY id`)
 }
 
+// snapshot reads what the cache holds, in one read-only transaction so the three agree: every
+// rule, the overrides not expired at now, and the business lines that degrade OPEN.
+func (s *ruleStore) snapshot(ctx context.Context, now time.Time) (rules []Rule, overrides []Override, open []int64, err error) {
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		if rules, err = queryRules(ctx, tx, `SELECT `+ruleColumns+` FROM quota_rules ORDER BY id`); err != nil {
+			return err
+		}
+		if overrides, err = queryOverrides(ctx, tx, overrideSelect+` WHERE o.expires_at IS NULL OR o.expires_at > $1 ORDER BY o.id`, now); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT biz_id FROM quota_biz_settings WHERE when_unavailable = 'OPEN'`)
+		if err != nil {
+			return err
+		}
+		open, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	return rules, overrides, open, err
+}
+
 // list returns the rules of bizID, or every rule when bizID is 0.
 func (s *ruleStore) list(ctx context.Context, bizID int64) ([]Rule, error) {
 	if bizID == 0 {
@@ -72,7 +94,17 @@ func (s *ruleStore) list(ctx context.Context, bizID int64) ([]Rule, error) {
 }
 
 func (s *ruleStore) query(ctx context.Context, sql string, args ...any) ([]Rule, error) {
-	rows, err := s.pool.Query(ctx, sql, args...)
+	return queryRules(ctx, s.pool, sql, args...)
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func queryRules(ctx context.Context, q querier, sql string, args ...any) ([]Rule, error) {
+	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +128,7 @@ func (s *ruleStore) get(ctx context.Context, id int64) (Rule, error) {
 	return r, err
 }
 
-// put creates r, or changes the limit of the rule with the same bizId, identityType,
+// put creates r, or changes the limit and mode of the rule with the same bizId, identityType,
 // dimension and window. created tells which.
 func (s *ruleStore) put(ctx context.Context, r Rule) (saved Rule, created bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -128,12 +160,12 @@ func (s *ruleStore) put(ctx context.Context, r Rule) (saved Rule, created bool, 
 			start, end = &r.Window.Start, &r.Window.End
 		}
 		row := tx.QueryRow(ctx, `INSERT INTO quota_rules
-			(biz_id, identity_type, dimension, quota_limit, window_type, timezone, rolling_ms, fixed_start, fixed_end, window_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			(biz_id, identity_type, dimension, quota_limit, window_type, timezone, rolling_ms, fixed_start, fixed_end, window_id, mode)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 			ON CONFLICT (biz_id, identity_type, dimension, window_id)
-			DO UPDATE SET quota_limit = EXCLUDED.quota_limit, updated_at = now()
+			DO UPDATE SET quota_limit = EXCLUDED.quota_limit, mode = EXCLUDED.mode, updated_at = now()
 			RETURNING `+ruleColumns+`, (xmax = 0)`,
-			r.BizID, r.IdentityType, r.Dimension, r.Limit, string(r.Window.Type), tz, rollingMs, start, end, r.Window.ID())
+			r.BizID, r.IdentityType, r.Dimension, r.Limit, string(r.Window.Type), tz, rollingMs, start, end, r.Window.ID(), string(r.mode()))
 		saved, err = scanRuleCreated(row, &created)
 		return err
 	})

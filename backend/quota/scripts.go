@@ -17,6 +17,7 @@ type scripts struct {
 	idemTTL    any  // ms, as the scripts take it; boxed once
 	cluster    bool // keys of different hash tags live on different nodes
 	durability Durability
+	breaker    *breaker // told of every writing call's outcome (degrade.go)
 }
 
 // Step outcomes, as quota_deduct.lua returns them.
@@ -53,8 +54,8 @@ type stepResult struct {
 }
 
 func (sc *scripts) deductCall(st *step, idemKey, attempt string, nowMs int64) ([]string, []any) {
-	keys := make([]string, 1, 1+2*len(st.counters))
-	keys[0] = recordKey(st.base, idemKey)
+	keys := make([]string, 2, 2+2*len(st.counters))
+	keys[0], keys[1] = recordKey(st.base, idemKey), indexKey(st.base)
 	args := make([]any, 7, 7+4*len(st.counters))
 	args[0] = nowMs
 	args[1] = sc.idemTTL
@@ -66,7 +67,11 @@ func (sc *scripts) deductCall(st *step, idemKey, attempt string, nowMs int64) ([
 	for i := range st.counters {
 		c := &st.counters[i]
 		keys = appendCounterKeys(keys, st.base, c.kind, c.seg, c.dimension)
-		args = append(args, kindArg(c.kind), c.limitArg, c.amount, c.span)
+		kind := kindArg(c.kind)
+		if c.indexed {
+			kind = indexedKindArg(c.kind)
+		}
+		args = append(args, kind, c.limitArg, c.amount, c.span)
 	}
 	return keys, args
 }
@@ -76,6 +81,14 @@ func kindArg(k byte) any {
 		return "C"
 	}
 	return "R"
+}
+
+// indexedKindArg is a counter's kind when the deduct notes it in the identity's index.
+func indexedKindArg(k byte) any {
+	if k == 'C' {
+		return "c"
+	}
+	return "r"
 }
 
 func parseStep(v any) (stepResult, error) {
@@ -218,7 +231,8 @@ func (sc *scripts) settle(ctx context.Context, reqKey, op string, gen int64) (in
 // loadScripts loads every quota script (on every master of a cluster), so the first calls
 // need no EVAL. After a Redis restart redis.Script loads them again on its own.
 func (sc *scripts) loadScripts(ctx context.Context) error {
-	for _, s := range []*redis.Script{lua.QuotaDeduct, lua.QuotaGiveBack, lua.QuotaRegister, lua.QuotaSettle, lua.QuotaClose, lua.QuotaUsage, lua.QuotaCheck} {
+	for _, s := range []*redis.Script{lua.QuotaDeduct, lua.QuotaGiveBack, lua.QuotaRegister, lua.QuotaSettle, lua.QuotaClose, lua.QuotaUsage,
+		lua.QuotaCheck, lua.QuotaPartial, lua.QuotaReset} {
 		if err := s.Load(ctx, sc.rdb).Err(); err != nil {
 			return fmt.Errorf("load quota scripts: %w", err)
 		}
@@ -242,8 +256,8 @@ const (
 // giveBack runs quota_giveback.lua on an identity's record and the counters it names. It
 // returns the script's status and what each counter got back.
 func (sc *scripts) giveBack(ctx context.Context, base, mode, attempt, idemKey string, rs []recorded) (int64, []int64, error) {
-	keys := make([]string, 1, 1+2*len(rs))
-	keys[0] = recordKey(base, idemKey)
+	keys := make([]string, 2, 2+2*len(rs))
+	keys[0], keys[1] = recordKey(base, idemKey), resetsKey(base)
 	args := make([]any, 5, 5+2*len(rs))
 	args[0], args[1], args[2], args[3], args[4] = mode, attempt, sc.idemTTL, idemKey, len(rs)
 	for i := range rs {
@@ -306,7 +320,7 @@ func (sc *scripts) undo(ctx context.Context, st *step, r *stepResult, idemKey, a
 }
 
 // record reads an identity's record of an idemKey: its state ("" if none, "D", "R"), the
-// attempt that took, and its counters.
+// attempt that took, and its counters (also once rolled back).
 func (sc *scripts) record(ctx context.Context, base, idemKey string) (state, attempt string, rs []recorded, err error) {
 	v, err := sc.rdb.HMGet(ctx, recordKey(base, idemKey), "st", "at", "c").Result()
 	if err != nil {
@@ -315,7 +329,7 @@ func (sc *scripts) record(ctx context.Context, base, idemKey string) (state, att
 	state, _ = v[0].(string)
 	attempt, _ = v[1].(string)
 	c, _ := v[2].(string)
-	if state == "D" {
+	if c != "" { // kept once rolled back, as partial rollbacks' answers refer to it
 		if rs, err = parseRecord(c); err != nil {
 			return "", "", nil, err
 		}
@@ -333,6 +347,7 @@ func (sc *scripts) close(ctx context.Context, reqKey string) ([]string, error) {
 func (sc *scripts) check(ctx context.Context, st *step, idemKey string, nowMs int64) (stepResult, error) {
 	keys, args := sc.deductCall(st, idemKey, "", nowMs)
 	v, err := lua.QuotaCheck.Run(ctx, sc.rdb, keys, args...).Result()
+	sc.observe(ctx, keys[0], err)
 	if err != nil {
 		return stepResult{}, err
 	}

@@ -22,7 +22,7 @@ func TestStepHolderUndoes(t *testing.T) {
 	defer rdb.Close()
 	sc := scripts{rdb: rdb, idemTTL: "60000"}
 	w, _ := NewCalendarWindow(Day, "UTC")
-	rules := newRuleSet([]Rule{{ID: 1, BizID: 1, IdentityType: "USER", Dimension: "ITEM:1", Limit: 5, Window: w}})
+	rules := newRuleSet([]Rule{{ID: 1, BizID: 1, IdentityType: "USER", Dimension: "ITEM:1", Limit: 5, Window: w}}, nil, nil)
 	now := time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC)
 	steps, err := plan(testkit.RedisPrefix(t), 1, []Item{{IdentityType: "USER", Identity: "u", Dimensions: []string{"ITEM:1"}, Amount: 2}}, rules, now)
 	if err != nil {

@@ -11,6 +11,7 @@ package quota
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -45,8 +46,15 @@ type Config struct {
 	// Durability says when a write may be answered: at once (the zero value), or once enough
 	// replicas acknowledged it (CheckReplicas tells whether the Redis has them).
 	Durability Durability
-	Clock      clock.Clock // the wall clock
-	Log        *slog.Logger
+	// AllowEviction lets New start on a Redis whose maxmemory-policy can evict quota keys
+	// (VG_QUOTA_EVICTION=allow); CheckEviction still reports it.
+	AllowEviction bool
+	// DegradeBackoff is how long, after a quota call found a Redis node unreachable, the deducts
+	// of business lines set to whenUnavailable OPEN skip that node, answering degraded at once,
+	// before one of them tries it again (1s).
+	DegradeBackoff time.Duration
+	Clock          clock.Clock // the wall clock
+	Log            *slog.Logger
 	// Metrics registers the service's counts (Service.Metrics) for /metrics; nil: not exported.
 	Metrics prometheus.Registerer
 }
@@ -74,13 +82,15 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg:     cfg,
-		scripts: scripts{rdb: cfg.Redis, idemTTL: any(msString(cfg.IdemTTL)), cluster: isCluster(cfg.Redis), durability: cfg.Durability},
+		cfg: cfg,
+		scripts: scripts{rdb: cfg.Redis, idemTTL: any(msString(cfg.IdemTTL)), cluster: isCluster(cfg.Redis), durability: cfg.Durability,
+			breaker: newBreaker(cfg.DegradeBackoff, cfg.Clock)},
 		store:   &ruleStore{pool: cfg.DB},
 		subject: cfg.NATSPrefix + ".quota.rules",
 		done:    make(chan struct{}),
+		metrics: newMetrics(),
 	}
-	s.rules = newRuleCache(s.store, cfg.Log, &s.metrics)
+	s.rules = newRuleCache(s.store, cfg.Clock, cfg.Log, &s.metrics)
 	if err := s.rules.reload(ctx); err != nil {
 		return nil, fmt.Errorf("quota: load rules: %w", err)
 	}
@@ -88,6 +98,14 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		if err := CheckReplicas(ctx, cfg.Redis, n); err != nil {
 			return nil, err
 		}
+	}
+	switch err := s.CheckEviction(ctx); {
+	case errors.Is(err, ErrMayEvict) && !cfg.AllowEviction:
+		return nil, err
+	case errors.Is(err, ErrMayEvict):
+		cfg.Log.Warn("quota: VG_QUOTA_EVICTION=allow: starting on a Redis that may evict quota keys", "err", err)
+	case err != nil:
+		cfg.Log.Warn("quota: could not read Redis' maxmemory-policy at start; /readyz looks again", "err", err)
 	}
 	if err := s.scripts.loadScripts(ctx); err != nil {
 		cfg.Log.Warn("quota: scripts not loaded yet; they load on first use", "err", err)
@@ -106,7 +124,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	s.stop = stop
 	go func() {
 		defer close(s.done)
-		s.rules.run(runCtx, cfg.RefreshEvery)
+		s.rules.run(runCtx, cfg.RefreshEvery, s.everyRefresh)
 	}()
 	return s, nil
 }
@@ -139,6 +157,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.UndoTimeout <= 0 {
 		cfg.UndoTimeout = 2 * time.Second
+	}
+	if cfg.DegradeBackoff <= 0 {
+		cfg.DegradeBackoff = time.Second
 	}
 	if cfg.Durability.MinReplicas > 0 && cfg.Durability.Wait <= 0 {
 		cfg.Durability.Wait = 250 * time.Millisecond

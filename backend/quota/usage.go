@@ -2,14 +2,24 @@ package quota
 
 import (
 	"context"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"vouchergate/shared/wire"
 )
 
-// Usage returns the counters the rules imply for an identity: for an item with the given
-// dimensions, or, with none given, those of every rule that names its dimension (exact or "*";
-// a wildcard rule such as "ITEM:*" needs a dimension to name a counter).
+// maxUsageIndexed bounds the counters of wildcard rules that one usage read lists: those that
+// count longest.
+const maxUsageIndexed = 256
+
+// Usage returns the counters the rules imply for an identity in their current windows, each
+// with the identity's limit (its override's where one is in force): for an item with the given
+// dimensions or, with none given, every counter of the identity: those of the rules that name
+// their dimension (exact or "*"), and those of wildcard rules (such as "ITEM:*") that a deduct
+// has counted in the current window (at most maxUsageIndexed).
 //
 // Errors: ErrInvalid, ErrUnavailable.
 func (s *Service) Usage(ctx context.Context, bizID int64, identityType, identity string, dimensions []string) ([]Counter, error) {
@@ -31,36 +41,100 @@ func (s *Service) Usage(ctx context.Context, bizID int64, identityType, identity
 		}
 	}
 	now := s.cfg.Clock.Now()
-	nowMs := now.UnixMilli()
-	st := step{identityType: identityType, identity: identity,
-		base: identityBase(s.cfg.KeyPrefix, bizID, identityType, identity)}
-	for _, r := range s.rules.current().forType(bizID, identityType) {
-		switch {
-		case r.Dimension == "*":
-			st.add(0, "*", r, 0, now, nowMs)
-		case len(dimensions) == 0:
-			if !strings.HasSuffix(r.Dimension, ":*") {
-				st.add(0, r.Dimension, r, 0, now, nowMs)
-			}
-		default:
-			for _, d := range dimensions {
-				if counterDim, ok := r.matches(d); ok {
-					st.add(0, counterDim, r, 0, now, nowMs)
-				}
-			}
-		}
-	}
-	us, err := s.scripts.usage(ctx, &st, nowMs)
+	st, named, err := s.identityCounters(ctx, bizID, identityType, identity, dimensions, now)
 	if err != nil {
 		s.metrics.unavailable.Add(1)
 		return nil, unavailable("quota usage", err)
 	}
-	out := make([]Counter, len(st.counters))
+	us, err := s.scripts.usage(ctx, &st, now.UnixMilli())
+	if err != nil {
+		s.metrics.unavailable.Add(1)
+		return nil, unavailable("quota usage", err)
+	}
+	out := make([]Counter, 0, len(st.counters))
 	for i := range st.counters {
-		c := &st.counters[i]
-		out[i] = Counter{IdentityType: identityType, Identity: identity, Dimension: c.dimension,
-			Window: *c.window, Used: us[i].used, Limit: c.limit,
-			ResetsAt: resetsAt(c.kind, c.msField(), us[i], c.window.Location())}
+		if i >= named && us[i].used == 0 {
+			continue // a wildcard rule's counter of an earlier period or emptied since
+		}
+		v := st.counters[i].view()
+		out = append(out, v.counter(identityType, identity, us[i]))
 	}
 	return out, nil
+}
+
+// identityCounters is a step holding the counters the rules imply for an identity at now, each
+// with the identity's limit: for an item of dimensions or, with none, every counter of the
+// identity (see Usage). The counters from named on are wildcard rules' found in the index.
+func (s *Service) identityCounters(ctx context.Context, bizID int64, identityType, identity string, dimensions []string, now time.Time) (step, int, error) {
+	nowMs := now.UnixMilli()
+	set := s.rules.current()
+	st := step{identityType: identityType, identity: identity,
+		base: identityBase(s.cfg.KeyPrefix, bizID, identityType, identity)}
+	var wildcards []*Rule
+	for _, r := range set.forType(bizID, identityType) {
+		limit, arg := set.limitFor(r, identity, now)
+		switch {
+		case r.Dimension == "*":
+			st.add(0, "*", r, limit, arg, 0, now, nowMs)
+		case len(dimensions) == 0:
+			if strings.HasSuffix(r.Dimension, ":*") {
+				wildcards = append(wildcards, r)
+			} else {
+				st.add(0, r.Dimension, r, limit, arg, 0, now, nowMs)
+			}
+		default:
+			for _, d := range dimensions {
+				if counterDim, ok := r.matches(d); ok {
+					st.add(0, counterDim, r, limit, arg, 0, now, nowMs)
+				}
+			}
+		}
+	}
+	named := len(st.counters)
+	if len(wildcards) > 0 {
+		if err := s.addIndexed(ctx, &st, set, wildcards, now); err != nil {
+			return step{}, 0, err
+		}
+	}
+	return st, named, nil
+}
+
+// addIndexed adds to st the counters of wildcard rules that the identity's index names in the
+// rules' current windows.
+func (s *Service) addIndexed(ctx context.Context, st *step, set *ruleSet, wildcards []*Rule, now time.Time) error {
+	names, err := s.scripts.rdb.ZRevRangeByScore(ctx, indexKey(st.base), &redis.ZRangeBy{
+		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf", Count: maxUsageIndexed}).Result()
+	if err != nil {
+		return err
+	}
+	nowMs := now.UnixMilli()
+	for _, name := range names {
+		// "c:<seg>:<dim>" or "z:<seg>:<dim>": the counter key after the identity's part
+		if len(name) < 3 || name[1] != ':' {
+			continue
+		}
+		seg, dim, ok := strings.Cut(name[2:], ":")
+		if !ok {
+			continue
+		}
+		for _, r := range wildcards {
+			if _, ok := r.matches(dim); !ok || currentSeg(&r.Window, now) != seg || (name[0] == 'z') != (r.Window.Type == Rolling) {
+				continue
+			}
+			limit, arg := set.limitFor(r, st.identity, now)
+			st.add(0, dim, r, limit, arg, 0, now, nowMs)
+		}
+	}
+	return nil
+}
+
+// currentSeg is the key part of w's counters at now; "" for a fixed window that is not open.
+func currentSeg(w *Window, now time.Time) string {
+	if w.Type == Rolling {
+		return w.id
+	}
+	if p, ok := w.periodAt(now); ok {
+		return p.seg
+	}
+	return ""
 }

@@ -54,6 +54,13 @@ type Backend struct {
 	QuotaMinReplicas int           `env:"VG_QUOTA_MIN_REPLICAS" envDefault:"1"`
 	QuotaWaitTimeout time.Duration `env:"VG_QUOTA_WAIT_TIMEOUT" envDefault:"250ms"`
 	ShutdownGrace    time.Duration `env:"VG_SHUTDOWN_GRACE" envDefault:"10s"` // how long requests in flight may finish after SIGTERM
+
+	// Quotas as platform teams run them (config/quota.go): the eviction policy check, the
+	// backoff of degrading business lines, and the numbers of POST /quotas/ops.
+	QuotaEviction       string        `env:"VG_QUOTA_EVICTION" envDefault:"refuse"`
+	QuotaDegradeBackoff time.Duration `env:"VG_QUOTA_DEGRADE_BACKOFF" envDefault:"1s"`
+	QuotaOpTypes        string        `env:"VG_QUOTA_OP_TYPES" envDefault:"1=DEDUCT,2=ROLLBACK"`
+	QuotaUserInfoTypes  string        `env:"VG_QUOTA_USER_INFO_TYPES" envDefault:"1=USER,2=DEVICE,3=PHONE"`
 	Log
 }
 
@@ -133,7 +140,7 @@ func (c Backend) Check() error {
 	case c.HasOps() && !validHostPort(c.OpsAddr):
 		return fmt.Errorf("VG_BACKEND_OPS_ADDR is %q; expected host:port such as 127.0.0.1:9080, or %q (no ops listener: no /metrics)", c.OpsAddr, OpsOff)
 	}
-	return nil
+	return c.checkQuotas()
 }
 
 // HasOps reports whether the backend runs an ops listener.

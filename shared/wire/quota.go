@@ -28,6 +28,12 @@ const (
 	CodeQuotaRuleNotFound = "QUOTA_RULE_NOT_FOUND"
 	// CodeTooManyQuotaRules: the bizId and identityType hold MaxQuotaRulesPerType rules (409).
 	CodeTooManyQuotaRules = "TOO_MANY_QUOTA_RULES"
+	// CodeRollbackKeyReused: the rollbackKey gave back for other items (409).
+	CodeRollbackKeyReused = "ROLLBACK_KEY_REUSED"
+	// CodeQuotaOverrideNotFound: no override has the id (404).
+	CodeQuotaOverrideNotFound = "QUOTA_OVERRIDE_NOT_FOUND"
+	// CodeTooManyQuotaOverrides: the rule holds the most overrides allowed (409).
+	CodeTooManyQuotaOverrides = "TOO_MANY_QUOTA_OVERRIDES"
 )
 
 // QuotaDeductRequest is the body of POST /quotas/deduct.
@@ -64,6 +70,8 @@ type QuotaCounter struct {
 	Window       QuotaWindow `json:"window"`
 	Used         int64       `json:"used"`
 	Limit        int64       `json:"limit"`
+	// Shadow: only SHADOW rules imply the counter; Limit is theirs, and nothing refuses on it.
+	Shadow bool `json:"shadow,omitempty"`
 	// ResetsAt: when the period ends (calendar, fixed), or when the oldest purchase still
 	// counting stops counting (rolling; absent when none counts).
 	ResetsAt *time.Time `json:"resetsAt,omitempty"`
@@ -73,6 +81,18 @@ type QuotaCounter struct {
 type QuotaDeductResponse struct {
 	IdemKey  string         `json:"idemKey"`
 	Counters []QuotaCounter `json:"counters"`
+	// WouldExceed: the SHADOW rules that would have refused this deduct.
+	WouldExceed []QuotaWouldExceed `json:"wouldExceed,omitempty"`
+	// Degraded: Redis could not be reached and the business line degrades OPEN: nothing was
+	// counted, counters is empty.
+	Degraded bool `json:"degraded,omitempty"`
+}
+
+// QuotaWouldExceed is a SHADOW rule that would have refused a deduct that passed: the counter
+// as the deduct left it, with the rule's limit, which its used passes.
+type QuotaWouldExceed struct {
+	RuleID  int64        `json:"ruleId"`
+	Counter QuotaCounter `json:"counter"`
 }
 
 // QuotaExceeded is the body of a 409 QUOTA_EXCEEDED: the first counter found full, with its
@@ -95,12 +115,19 @@ type QuotaCheckResponse struct {
 	Counters []QuotaCounter `json:"counters"`           // when pass (as the deduct's, maybe none); empty when not
 	Error    string         `json:"error,omitempty"`    // when not: QUOTA_EXCEEDED, QUOTA_ROLLED_BACK, IDEMPOTENCY_KEY_REUSED
 	Exceeded *QuotaExceeded `json:"exceeded,omitempty"` // when QUOTA_EXCEEDED: the deduct's 409 body
+	// WouldExceed, Degraded: as the deduct's
+	WouldExceed []QuotaWouldExceed `json:"wouldExceed,omitempty"`
+	Degraded    bool               `json:"degraded,omitempty"`
 }
 
-// QuotaRollbackRequest is the body of POST /quotas/rollback.
+// QuotaRollbackRequest is the body of POST /quotas/rollback: the whole of the deduct with
+// idemKey, or with items and a rollbackKey a part of it (items as a deduct's: up to each
+// item's amount on the counters its dimensions name).
 type QuotaRollbackRequest struct {
-	BizID   int64  `json:"bizId"`
-	IdemKey string `json:"idemKey"`
+	BizID       int64       `json:"bizId"`
+	IdemKey     string      `json:"idemKey"`
+	RollbackKey string      `json:"rollbackKey,omitempty"`
+	Items       []QuotaItem `json:"items,omitempty"`
 }
 
 // QuotaReturned is what a rollback gave back to one counter.
@@ -115,8 +142,9 @@ type QuotaReturned struct {
 // QuotaRollbackResponse is the body of a 200 to a rollback: what this call gave back (nothing
 // when the idemKey is unknown or was rolled back before).
 type QuotaRollbackResponse struct {
-	IdemKey  string          `json:"idemKey"`
-	Returned []QuotaReturned `json:"returned"`
+	IdemKey     string          `json:"idemKey"`
+	RollbackKey string          `json:"rollbackKey,omitempty"` // a partial rollback's
+	Returned    []QuotaReturned `json:"returned"`
 }
 
 // QuotaUsageResponse is the body of a 200 to GET /quotas/usage.
@@ -135,6 +163,7 @@ type QuotaRuleRequest struct {
 	Dimension    string      `json:"dimension"`
 	Limit        *int64      `json:"limit"`
 	Window       QuotaWindow `json:"window"`
+	Mode         string      `json:"mode,omitempty"` // ENFORCE (the default) or SHADOW
 }
 
 // QuotaRule is a rule as stored: the answer to POST (201 created, 200 updated) and GET.
@@ -145,6 +174,7 @@ type QuotaRule struct {
 	Dimension    string      `json:"dimension"`
 	Limit        int64       `json:"limit"`
 	Window       QuotaWindow `json:"window"`
+	Mode         string      `json:"mode"`
 	CreatedAt    time.Time   `json:"createdAt"`
 	UpdatedAt    time.Time   `json:"updatedAt"`
 }
