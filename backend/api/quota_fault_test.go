@@ -53,7 +53,10 @@ func TestQuotaDeductNotReplicatedIs503(t *testing.T) {
 	replica := testkit.StartRedis(t, testkit.RedisReplicaOf(master.Addr()))
 	cfg := backendtest.Config(t)
 	cfg.RedisURL = master.URL()
-	cfg.QuotaDurability, cfg.QuotaMinReplicas, cfg.QuotaWaitTimeout = "replicated", 1, 100*time.Millisecond
+	// a second for the replica to acknowledge: time enough on a loaded machine (100 ms was not);
+	// a cut replica never does
+	cfg.QuotaDurability, cfg.QuotaMinReplicas, cfg.QuotaWaitTimeout = "replicated", 1, time.Second
+	cfg.RedisTimeout = 2 * time.Second // the wait must be shorter
 	b, _ := startQuotas(t, t0, &cfg)
 	if st, body := b.Do(t, "POST", "/admin/quota-rules", dayRule); st != 201 {
 		t.Fatalf("rule: %d %s", st, body)
