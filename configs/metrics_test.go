@@ -38,6 +38,7 @@ var eventMetrics = []string{
 	"vouchergate_voucher_total_limit",
 	"vouchergate_api_keys_stale",       // with VG_API_KEYS_FILE
 	"vouchergate_quota_degraded_total", // once a business line set to OPEN meets an unreachable Redis
+	"vouchergate_quota_unruled_total",  // once a deduct meets no rule
 }
 
 // exporterMetrics are redis_exporter's (oliver006/redis_exporter, Debian's

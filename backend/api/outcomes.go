@@ -64,6 +64,8 @@ var outcomes = []outcome{
 		message: "this idemKey was rolled back; use a new one"},
 	{err: quota.ErrIdemKeyReused, status: fasthttp.StatusConflict, code: wire.CodeIdemKeyReused,
 		message: "this idemKey deducted other items for the same identity"},
+	{err: quota.ErrNoRules, status: fasthttp.StatusUnprocessableEntity, code: wire.CodeNoQuotaRules,
+		message: "no quota rule of this bizId covers these items, and VG_QUOTA_NO_RULES=refuse"},
 	{err: quota.ErrRuleNotFound, status: fasthttp.StatusNotFound, code: wire.CodeQuotaRuleNotFound,
 		message: "no quota rule has this id"},
 	{err: quota.ErrTooManyRules, status: fasthttp.StatusConflict, code: wire.CodeTooManyQuotaRules,

@@ -47,7 +47,7 @@ func (s *Server) deductItems(ctx *fasthttp.RequestCtx, sh *wire.Shopper, bizID i
 		return
 	}
 	out := wire.QuotaDeductResponse{IdemKey: res.IdemKey, Counters: make([]wire.QuotaCounter, len(res.Counters)),
-		WouldExceed: wouldExceedWire(res.WouldExceed), Degraded: res.Degraded}
+		WouldExceed: wouldExceedWire(res.WouldExceed), Degraded: res.Degraded, Warning: unruledWarning(res)}
 	for i := range res.Counters {
 		out.Counters[i] = counterWire(&res.Counters[i])
 	}
@@ -91,7 +91,7 @@ func (s *Server) check(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
 		return
 	}
 	out := wire.QuotaCheckResponse{Pass: true, IdemKey: res.IdemKey, Counters: make([]wire.QuotaCounter, len(res.Counters)),
-		WouldExceed: wouldExceedWire(res.WouldExceed), Degraded: res.Degraded}
+		WouldExceed: wouldExceedWire(res.WouldExceed), Degraded: res.Degraded, Warning: unruledWarning(res)}
 	for i := range res.Counters {
 		out.Counters[i] = counterWire(&res.Counters[i])
 	}
@@ -218,4 +218,12 @@ func counterWire(c *quota.Counter) wire.QuotaCounter {
 		out.ResetsAt = &t
 	}
 	return out
+}
+
+// unruledWarning is the answer's warning for a deduct or check no rule covered.
+func unruledWarning(res quota.DeductResult) string {
+	if res.Unruled {
+		return wire.WarningNoQuotaRules
+	}
+	return ""
 }

@@ -156,7 +156,7 @@ func (a *App) serviceConfigs(opts []Option) (voucher.Config, quota.Config) {
 		KeyPrefix: cfg.RedisPrefix, NATSPrefix: cfg.NATSPrefix, IdemTTL: cfg.QuotaIdemTTL,
 		RefreshEvery: cfg.QuotaRefreshEvery, Metrics: a.Metrics, Log: a.log,
 		Durability:    quota.Durability{MinReplicas: cfg.QuotaReplicas(), Wait: cfg.QuotaWaitTimeout},
-		AllowEviction: cfg.AllowQuotaEviction(), DegradeBackoff: cfg.QuotaDegradeBackoff}
+		AllowEviction: cfg.AllowQuotaEviction(), DegradeBackoff: cfg.QuotaDegradeBackoff, RefuseUnruled: cfg.RefuseUnruledQuotas()}
 	if o.clock != nil {
 		vcfg.Clock, qcfg.Clock = o.clock, o.clock
 	}

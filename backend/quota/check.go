@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Check answers what Deduct would answer now for the same request, changing nothing: it reads
@@ -44,6 +45,17 @@ func (s *Service) check(ctx context.Context, bizID int64, idemKey string, items 
 	if err != nil {
 		return DeductResult{}, err
 	}
+	unruled, err := s.unruled(bizID, steps)
+	if err != nil {
+		return DeductResult{}, err
+	}
+	res, err := s.checkSteps(ctx, bizID, idemKey, steps, now)
+	res.Unruled = unruled && err == nil
+	return res, err
+}
+
+// checkSteps reads what the planned steps would do: check's calls to Redis.
+func (s *Service) checkSteps(ctx context.Context, bizID int64, idemKey string, steps []step, now time.Time) (DeductResult, error) {
 	rolledBack, err := s.scripts.rolledBack(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey))
 	switch {
 	case err != nil:

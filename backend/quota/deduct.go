@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // DeductResult is the answer to a deduct, the same for every retry of it.
@@ -18,6 +19,9 @@ type DeductResult struct {
 	// Degraded: Redis could not be reached and the business line degrades OPEN; nothing was
 	// counted, Counters is empty.
 	Degraded bool
+	// Unruled: no rule covers the items, so nothing was limited and Counters is empty
+	// (unruled.go).
+	Unruled bool
 }
 
 // Deduct takes each item's amount from every counter the rules imply for it, or from none.
@@ -96,6 +100,17 @@ func (s *Service) deduct(ctx context.Context, bizID int64, idemKey string, items
 	if err != nil {
 		return DeductResult{}, err
 	}
+	unruled, err := s.unruled(bizID, steps)
+	if err != nil {
+		return DeductResult{}, err
+	}
+	res, err := s.deductSteps(ctx, bizID, idemKey, steps, now)
+	res.Unruled = unruled && err == nil
+	return res, err
+}
+
+// deductSteps takes the planned steps: deduct's calls to Redis.
+func (s *Service) deductSteps(ctx context.Context, bizID int64, idemKey string, steps []step, now time.Time) (DeductResult, error) {
 	nowMs := now.UnixMilli()
 	attempt := strconv.FormatUint(rand.Uint64(), 36)
 	tags := make([]string, len(steps))

@@ -31,6 +31,9 @@ var (
 	// ErrResetUnknown: a reset's Redis call did not answer; it may or may not have run, and its
 	// record says UNKNOWN. Returned with ErrUnavailable.
 	ErrResetUnknown = errors.New("the reset may or may not have run")
+	// ErrNoRules: no rule of the business line covers any item (a bizId or identityType typed
+	// wrong?), and the service refuses such deducts (Config.RefuseUnruled); nothing was counted.
+	ErrNoRules = errors.New("no quota rule covers these items")
 	// ErrUnavailable: Redis or PostgreSQL did not answer in time. A deduct's outcome may be
 	// unknown: retry with the same idemKey, or roll it back.
 	ErrUnavailable = errors.New("unavailable")

@@ -39,10 +39,12 @@ type metrics struct {
 
 	// by business line and by rule; created by newMetrics
 	degradedBy, shadowedBy *prometheus.CounterVec
+	unruledBy              *unruledCounts
 }
 
 func newMetrics() metrics {
 	return metrics{
+		unruledBy: newUnruledCounts(),
 		degradedBy: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vouchergate_quota_degraded_total",
 			Help: "Quota deducts and checks answered degraded (counting nothing) because Redis could not be reached and their business line is set to whenUnavailable OPEN."},
 			[]string{"biz_id"}),
@@ -112,6 +114,6 @@ func (c *metrics) collectors() []prometheus.Collector {
 				}
 				return 0
 			}),
-		c.degradedBy, c.shadowedBy,
+		c.degradedBy, c.shadowedBy, c.unruledBy.vec,
 	}
 }

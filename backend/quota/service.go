@@ -49,6 +49,9 @@ type Config struct {
 	// AllowEviction lets New start on a Redis whose maxmemory-policy can evict quota keys
 	// (VG_QUOTA_EVICTION=allow); CheckEviction still reports it.
 	AllowEviction bool
+	// RefuseUnruled refuses a deduct or check that no rule covers (ErrNoRules) instead of
+	// answering it, counting nothing, with Unruled set.
+	RefuseUnruled bool
 	// DegradeBackoff is how long, after a quota call found a Redis node unreachable, the deducts
 	// of business lines set to whenUnavailable OPEN skip that node, answering degraded at once,
 	// before one of them tries it again (1s).

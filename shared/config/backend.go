@@ -58,6 +58,7 @@ type Backend struct {
 	// Quotas as platform teams run them (config/quota.go): the eviction policy check, the
 	// backoff of degrading business lines, and the numbers of POST /quotas/ops.
 	QuotaEviction       string        `env:"VG_QUOTA_EVICTION" envDefault:"refuse"`
+	QuotaNoRules        string        `env:"VG_QUOTA_NO_RULES" envDefault:"pass"`
 	QuotaDegradeBackoff time.Duration `env:"VG_QUOTA_DEGRADE_BACKOFF" envDefault:"1s"`
 	QuotaOpTypes        string        `env:"VG_QUOTA_OP_TYPES" envDefault:"1=DEDUCT,2=ROLLBACK"`
 	QuotaUserInfoTypes  string        `env:"VG_QUOTA_USER_INFO_TYPES" envDefault:"1=USER,2=DEVICE,3=PHONE"`

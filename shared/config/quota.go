@@ -23,11 +23,17 @@ func (c Backend) QuotaOpMapping() (wire.QuotaOpMapping, error) {
 // evict quota keys (VG_QUOTA_EVICTION=allow).
 func (c Backend) AllowQuotaEviction() bool { return c.QuotaEviction == "allow" }
 
+// RefuseUnruledQuotas tells whether a deduct or check no rule covers is refused
+// (VG_QUOTA_NO_RULES=refuse) rather than passed with a warning.
+func (c Backend) RefuseUnruledQuotas() bool { return c.QuotaNoRules == "refuse" }
+
 // checkQuotas reports the first quota platform setting that cannot work.
 func (c Backend) checkQuotas() error {
 	switch {
 	case c.QuotaEviction != "refuse" && c.QuotaEviction != "allow" && c.QuotaEviction != "": // "": filled by hand, refuse
 		return fmt.Errorf("VG_QUOTA_EVICTION is %q; expected refuse (do not run on a Redis that may evict quota keys) or allow", c.QuotaEviction)
+	case c.QuotaNoRules != "pass" && c.QuotaNoRules != "refuse" && c.QuotaNoRules != "": // "": filled by hand, pass
+		return fmt.Errorf("VG_QUOTA_NO_RULES is %q; expected pass (answer 200 with warning NO_QUOTA_RULES) or refuse (422 NO_QUOTA_RULES)", c.QuotaNoRules)
 	case c.QuotaDegradeBackoff < 0:
 		return fmt.Errorf("VG_QUOTA_DEGRADE_BACKOFF is %v; expected a positive duration such as 1s", c.QuotaDegradeBackoff)
 	}

@@ -26,6 +26,10 @@ const (
 	CodeIdemKeyReused = "IDEMPOTENCY_KEY_REUSED"
 	// CodeQuotaRuleNotFound: no rule has the id (404).
 	CodeQuotaRuleNotFound = "QUOTA_RULE_NOT_FOUND"
+	// CodeNoQuotaRules: no rule of the bizId covers the items, and the backend refuses such
+	// deducts (VG_QUOTA_NO_RULES=refuse) (422). As a warning of a 200 (WarningNoQuotaRules)
+	// otherwise.
+	CodeNoQuotaRules = "NO_QUOTA_RULES"
 	// CodeTooManyQuotaRules: the bizId and identityType hold MaxQuotaRulesPerType rules (409).
 	CodeTooManyQuotaRules = "TOO_MANY_QUOTA_RULES"
 	// CodeRollbackKeyReused: the rollbackKey gave back for other items (409).
@@ -86,6 +90,8 @@ type QuotaDeductResponse struct {
 	// Degraded: Redis could not be reached and the business line degrades OPEN: nothing was
 	// counted, counters is empty.
 	Degraded bool `json:"degraded,omitempty"`
+	// Warning: WarningNoQuotaRules when no rule covers the items: nothing was limited.
+	Warning string `json:"warning,omitempty"`
 }
 
 // QuotaWouldExceed is a SHADOW rule that would have refused a deduct that passed: the counter
@@ -115,9 +121,10 @@ type QuotaCheckResponse struct {
 	Counters []QuotaCounter `json:"counters"`           // when pass (as the deduct's, maybe none); empty when not
 	Error    string         `json:"error,omitempty"`    // when not: QUOTA_EXCEEDED, QUOTA_ROLLED_BACK, IDEMPOTENCY_KEY_REUSED
 	Exceeded *QuotaExceeded `json:"exceeded,omitempty"` // when QUOTA_EXCEEDED: the deduct's 409 body
-	// WouldExceed, Degraded: as the deduct's
+	// WouldExceed, Degraded, Warning: as the deduct's
 	WouldExceed []QuotaWouldExceed `json:"wouldExceed,omitempty"`
 	Degraded    bool               `json:"degraded,omitempty"`
+	Warning     string             `json:"warning,omitempty"`
 }
 
 // QuotaRollbackRequest is the body of POST /quotas/rollback: the whole of the deduct with
@@ -183,3 +190,7 @@ type QuotaRule struct {
 type QuotaRules struct {
 	Rules []QuotaRule `json:"rules"`
 }
+
+// WarningNoQuotaRules is a deduct's or check's warning when no rule of its bizId covers its
+// items: it passed, and limited nothing (a bizId or identityType typed wrong?).
+const WarningNoQuotaRules = CodeNoQuotaRules
