@@ -44,3 +44,6 @@ var (
 	// Peek changes nothing: a dry run's read of what Reserve would decide on.
 	Peek = redis.NewScript(peekSrc)
 )
+
+// Gate is every voucher gate script, for loading them into Redis before the backend serves.
+var Gate = []*redis.Script{Reserve, Release, Load, Hold, Recount, Configure, State, Peek}

@@ -95,7 +95,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	if err := a.openKeys(); err != nil {
 		return nil, err
 	}
-	if a.Pool, err = store.OpenTraced(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns), newPostgresCalls(a.Metrics, a.log)); err != nil {
+	if a.Pool, err = store.OpenTraced(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns), int32(cfg.DBWarm()), newPostgresCalls(a.Metrics, a.log)); err != nil {
 		return nil, err
 	}
 	if err := store.Migrate(ctx, a.Pool); err != nil {
@@ -139,6 +139,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	a.stop = stop
 	a.jobsDone = a.Jobs.Run(jobsCtx)
 	a.watchKeys(jobsCtx)
+	a.warm(ctx)
 	ok = true
 	return a, nil
 }

@@ -54,6 +54,7 @@ func Config(t testing.TB) config.Backend {
 		// Packages run two at a time, some with two backends each, against one PostgreSQL of
 		// 100 connections: 32 each could take them all ("too many clients already").
 		DBMaxConns:     10,
+		DBWarmConns:    2, // warmed as at a real start, few: they stay open
 		InFlightWait:   10 * time.Second,
 		MaxBodyBytes:   8192,
 		MaxHeaderBytes: 8192,

@@ -342,3 +342,15 @@ func (g *Gate) Recount(ctx context.Context, v voucher.Voucher) (voucher.Recount,
 	}
 	return voucher.Recount{Loaded: res[2] >= 0, Before: res[0], After: res[1], UsersFixed: res[2] == 1}, nil
 }
+
+// LoadScripts loads every gate script into Redis (each master of a cluster), so that a sale's
+// first calls run them by their digest instead of each missing it once (NOSCRIPT) and sending
+// the script's text.
+func (g *Gate) LoadScripts(ctx context.Context) error {
+	for _, s := range lua.Gate {
+		if err := s.Load(ctx, g.rdb).Err(); err != nil {
+			return fmt.Errorf("load the gate's scripts: %w", err)
+		}
+	}
+	return nil
+}

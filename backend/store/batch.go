@@ -167,7 +167,7 @@ func (s *Store) writeBatch(ctx context.Context, code string, holds []voucher.Hol
 	c := columnsOf(holds)
 	b := &pgx.Batch{}
 	b.Queue("begin")
-	b.Queue(`SELECT set_config('statement_timeout', $1, true)`, statementTimeout(ctx))
+	b.Queue(statementTimeoutSQL, statementTimeout(ctx))
 	b.Queue(lockVoucherSQL, code)
 	b.Queue(writeBatchSQL, code, c.customers, c.orders, c.amounts, c.discounts, c.reservedAts, c.expiresAts)
 	b.Queue("commit")

@@ -64,10 +64,12 @@ func (s *Store) ShopperOrders(ctx context.Context, code, orderID string, limit i
 // voucher has no use left. A snapshot may be a moment old: it can refuse a use that a release
 // just gave back (under-allocation), never grant one.
 func (s *Store) Lookup(ctx context.Context, code, orderID string) (voucher.Lookup, error) {
-	return s.lookup(ctx, `SELECT v.used_count >= v.total_limit, v.revision, 0, `+lookupOrderColumns+`
-		FROM vouchers v LEFT JOIN redemptions r ON r.order_id = $2
-		WHERE v.code = $1`, code, orderID)
+	return s.lookup(ctx, lookupSQL, code, orderID)
 }
+
+const lookupSQL = `SELECT v.used_count >= v.total_limit, v.revision, 0, ` + lookupOrderColumns + `
+		FROM vouchers v LEFT JOIN redemptions r ON r.order_id = $2
+		WHERE v.code = $1`
 
 // LookupCustomer is Lookup with the customer's active redemptions of the voucher counted in
 // the same statement, so in the same snapshot (a dry run's read of what the guarded write
@@ -185,7 +187,7 @@ func (s *Store) reserveOnce(ctx context.Context, h voucher.Hold, now time.Time) 
 		return voucher.Redemption{}, notWritten(context.DeadlineExceeded, "reserve %s: %v left to write", h.VoucherCode, time.Until(deadline))
 	}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('statement_timeout', $1, true)`, statementTimeout(ctx))
+	b.Queue(statementTimeoutSQL, statementTimeout(ctx))
 	b.Queue(reserveSQL, h.VoucherCode, now, h.CustomerID, h.OrderID, h.OrderAmount, h.DiscountAmount,
 		h.ReservedAt, h.ExpiresAt)
 	br := conn.SendBatch(ctx, b) // one implicit transaction, committed at the batch's Sync
@@ -204,6 +206,9 @@ func (s *Store) reserveOnce(ctx context.Context, h voucher.Hold, now time.Time) 
 // minWriteTime is the least time a reservation must have left to be sent: enough for its
 // server-side limit (statementTimeout) to end it and the refusal to come back in time.
 const minWriteTime = 50 * time.Millisecond
+
+// statementTimeoutSQL sets the server-side limit of the statements after it in the transaction.
+const statementTimeoutSQL = `SELECT set_config('statement_timeout', $1, true)`
 
 // statementTimeout is the server-side limit for a statement under ctx: what is left of ctx's
 // time less a margin for the answer to travel, or none without a deadline.

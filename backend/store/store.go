@@ -31,11 +31,12 @@ func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
 // Open connects a pool to url; maxConns 0 keeps pgx's default.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
-	return OpenTraced(ctx, url, maxConns, nil)
+	return OpenTraced(ctx, url, maxConns, 0, nil)
 }
 
-// OpenTraced is Open with every query's start and end told to tracer (nil: none).
-func OpenTraced(ctx context.Context, url string, maxConns int32, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+// OpenTraced is Open keeping at least minConns connections open (Warm readies them) and
+// telling every query's start and end to tracer (nil: none).
+func OpenTraced(ctx context.Context, url string, maxConns, minConns int32, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("VG_DATABASE_URL is invalid; expected postgres://user@host:port/db: %w", err)
@@ -43,6 +44,7 @@ func OpenTraced(ctx context.Context, url string, maxConns int32, tracer pgx.Quer
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
+	cfg.MinConns = min(minConns, cfg.MaxConns)
 	cfg.ConnConfig.Tracer = tracer
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -67,9 +67,11 @@ func (s *Store) CreateVoucher(ctx context.Context, v voucher.Voucher) error {
 	return nil
 }
 
+const voucherSQL = `SELECT ` + voucherColumns + ` FROM vouchers WHERE code = $1`
+
 // Voucher reads a voucher's definition.
 func (s *Store) Voucher(ctx context.Context, code string) (voucher.Voucher, error) {
-	v, err := scanVoucher(s.pool.QueryRow(ctx, `SELECT `+voucherColumns+` FROM vouchers WHERE code = $1`, code))
+	v, err := scanVoucher(s.pool.QueryRow(ctx, voucherSQL, code))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return voucher.Voucher{}, voucher.ErrVoucherNotFound
 	}

@@ -30,6 +30,7 @@ type Backend struct {
 	RequestTimeout time.Duration `env:"VG_REQUEST_TIMEOUT" envDefault:"5s"`
 	DBTimeout      time.Duration `env:"VG_DB_TIMEOUT" envDefault:"2s"`
 	DBMaxConns     int           `env:"VG_DB_MAX_CONNS" envDefault:"32"`
+	DBWarmConns    int           `env:"VG_DB_WARM_CONNS" envDefault:"8"` // dialled and prepared before the backend serves, kept open
 	InFlightWait   time.Duration `env:"VG_INFLIGHT_WAIT" envDefault:"1s"`
 	// MaxClockSkew is the most the backends' clocks may disagree: a retry on one backend takes
 	// another's hold for stale only this much later than its own clock says.
@@ -112,6 +113,8 @@ func (c Backend) Check() error {
 		return natsReplicasError(c.NATSReplicas)
 	case c.DBMaxConns < 1:
 		return fmt.Errorf("VG_DB_MAX_CONNS is %d; expected at least 1", c.DBMaxConns)
+	case c.DBWarmConns < 0:
+		return fmt.Errorf("VG_DB_WARM_CONNS is %d; expected 0 (none) or more (at most VG_DB_MAX_CONNS are warmed)", c.DBWarmConns)
 	case c.MaxClockSkew < 0:
 		return fmt.Errorf("VG_MAX_CLOCK_SKEW is %v; expected 0 or a positive duration such as 1s", c.MaxClockSkew)
 	case c.ReconcileGrace <= 2*c.DBTimeout+c.MaxClockSkew:
@@ -146,3 +149,7 @@ func (c Backend) Check() error {
 
 // HasOps reports whether the backend runs an ops listener.
 func (c Backend) HasOps() bool { return c.OpsAddr != "" && c.OpsAddr != OpsOff }
+
+// DBWarm is how many PostgreSQL connections are warmed before the backend serves:
+// VG_DB_WARM_CONNS, at most VG_DB_MAX_CONNS.
+func (c Backend) DBWarm() int { return min(c.DBWarmConns, c.DBMaxConns) }
