@@ -1,0 +1,317 @@
+package history
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// voucherParts partitions the voucher operations, voucher by voucher, into the groups of
+// customers and orders that meet (a customer's orders, and every customer who named one of
+// them), each checked by porcupine against the voucher model without its total limit. The
+// total limit and the voucher's close are what a voucher's orders share: they are checked
+// apart, by limitFailures, which needs no search. Partitioning by order and customer keeps a
+// rejected history's check as fast as an accepted one's: a voucher's whole history, a sale of
+// hundreds of concurrent clients, is quick to accept and can take the search hours to reject.
+func voucherParts(ops []Op, vouchers map[string]Voucher) ([]*part, []Failure) {
+	byCode := map[string][]*Op{}
+	var codes []string
+	for i := range ops {
+		switch ops[i].Kind {
+		case Reserve, Confirm, Release, Close:
+		default:
+			continue
+		}
+		if _, ok := byCode[ops[i].Voucher]; !ok {
+			codes = append(codes, ops[i].Voucher)
+		}
+		byCode[ops[i].Voucher] = append(byCode[ops[i].Voucher], &ops[i])
+	}
+	sort.Strings(codes)
+	var parts []*part
+	var fails []Failure
+	for _, code := range codes {
+		spec := vouchers[code]
+		fails = append(fails, limitFailures(code, spec, byCode[code])...)
+		parts = append(parts, orderParts(code, spec, byCode[code])...)
+	}
+	return parts, fails
+}
+
+// exists reports whether op's answer proves its order has a redemption.
+func exists(op *Op) bool {
+	switch {
+	case op.Outcome == Ok:
+		return op.Kind == Reserve || op.Kind == Confirm || op.Kind == Release
+	case op.Outcome == Fail:
+		return op.Code == "RESERVATION_RELEASED" || op.Code == "RESERVATION_CONFIRMED"
+	}
+	return false
+}
+
+func definitive(op *Op) bool { return op.Outcome == Ok || op.Outcome == Fail }
+
+// proofs returns, for each order, when an answer first proved it has a redemption.
+func proofs(list []*Op) map[string]int64 {
+	at := map[string]int64{}
+	for _, op := range list {
+		if !exists(op) {
+			continue
+		}
+		k := orderKey(op)
+		if t, ok := at[k]; !ok || op.Complete < t {
+			at[k] = op.Complete
+		}
+	}
+	return at
+}
+
+// orderParts prunes what cannot change a verdict and groups the rest by the customers and
+// orders that meet.
+//
+// An unknown reservation matters only to the operations that need its order to exist: with
+// none after it, it can take effect last, or never, alike, so it is left out; with one, it took
+// effect by that answer or never (an order has one redemption), which bounds it. A refusal of
+// an order that can never be its customer's is legal wherever it goes and changes nothing, so
+// it is left out too: what is left of a sale's flood of refusals is its retries of orders
+// granted.
+func orderParts(code string, spec Voucher, list []*Op) []*part {
+	proven := proofs(list)
+	bounds := map[*Op]int64{}
+	grantable := map[string]bool{} // order and customer: a reservation that may have made the order the customer's
+	var kept []*Op
+	for _, op := range list {
+		k := orderKey(op)
+		switch {
+		case op.Kind == Close:
+			continue
+		case op.Kind == Reserve && op.Outcome == Ok:
+			grantable[k+"\x00"+op.Customer] = true
+		case op.Kind == Reserve && !definitive(op):
+			at, ok := proven[k]
+			if !ok || at < op.Invoke {
+				continue
+			}
+			bounds[op] = at
+			grantable[k+"\x00"+op.Customer] = true
+		}
+		kept = append(kept, op)
+	}
+	var ops []*Op
+	for _, op := range kept {
+		if op.Kind == Reserve && op.Outcome == Fail && op.Code != "RESERVATION_RELEASED" && !grantable[orderKey(op)+"\x00"+op.Customer] {
+			continue
+		}
+		ops = append(ops, op)
+	}
+
+	// Customers and orders that meet, by union-find over "c:" customer and "o:" order names.
+	parent := map[string]string{}
+	var find func(string) string
+	find = func(x string) string {
+		if p, ok := parent[x]; ok && p != x {
+			r := find(p)
+			parent[x] = r
+			return r
+		}
+		parent[x] = x
+		return x
+	}
+	union := func(a, b string) { parent[find(a)] = find(b) }
+	for _, op := range ops {
+		find("o:" + orderKey(op))
+		if op.Kind == Reserve {
+			union("c:"+op.Customer, "o:"+orderKey(op))
+		}
+	}
+	groups := map[string]*part{}
+	var roots []string
+	for _, op := range ops {
+		r := find("o:" + orderKey(op))
+		p := groups[r]
+		if p == nil {
+			p = &part{}
+			groups[r] = p
+			roots = append(roots, r)
+		}
+		p.ops = append(p.ops, op)
+		p.inputs = append(p.inputs, op)
+		p.bounds = append(p.bounds, bounds[op])
+	}
+	alone := spec
+	alone.TotalLimit = 0 // limitFailures checks it
+	parts := make([]*part, 0, len(roots))
+	for _, r := range roots {
+		p := groups[r]
+		p.name = fmt.Sprintf("voucher %s %s", code, groupName(p.ops))
+		alone.model(p, 0)
+		parts = append(parts, p)
+	}
+	return parts
+}
+
+// model makes v the model of p, starting with held uses held by orders p does not show.
+func (v Voucher) model(p *part, held int) {
+	p.asInfo = func(i int) any {
+		op := *p.ops[i]
+		op.Outcome = Info
+		return &op
+	}
+	step := func(s, in any) (*voucherState, string) { return v.step(s.(*voucherState), in.(*Op)) }
+	p.explain = func(s, in any) string { _, why := step(s, in); return why }
+	p.related = func(a, b *Op) bool { return a.Order != "" && orderKey(a) == orderKey(b) }
+	p.model = porcupine.Model{
+		Init: func() any { return &voucherState{orders: map[string]order{}, active: map[string]int{}, used: held} },
+		Step: func(s, in, _ any) (bool, any) {
+			n, why := step(s, in)
+			return why == "", n
+		},
+		Equal:             func(a, b any) bool { return voucherEqual(a.(*voucherState), b.(*voucherState)) },
+		Hash:              func(s any) uint64 { return s.(*voucherState).hash },
+		DescribeOperation: func(in, _ any) string { return describe(in.(*Op)) },
+		DescribeState:     func(s any) string { return clip(s.(*voucherState).String(), 2000) },
+	}
+}
+
+// window makes the part a limit failure is shown by: its operations, on the whole voucher's
+// model, with held uses held by orders it does not show.
+func (v Voucher) window(name string, ops []Op, held int) (*part, []porcupine.Operation) {
+	p := &part{name: name}
+	for i := range ops {
+		p.ops = append(p.ops, &ops[i])
+		p.inputs = append(p.inputs, &ops[i])
+	}
+	v.model(p, held)
+	return p, p.operations(len(p.ops))
+}
+
+// groupName names a group by its customers and orders, the first few of each.
+func groupName(ops []*Op) string {
+	seen := map[string]bool{}
+	var customers, orders []string
+	for _, op := range ops {
+		if op.Customer != "" && !seen["c:"+op.Customer] {
+			seen["c:"+op.Customer] = true
+			customers = append(customers, op.Customer)
+		}
+		if k := orderKey(op); !seen["o:"+k] {
+			seen["o:"+k] = true
+			orders = append(orders, k)
+		}
+	}
+	few := func(list []string) string {
+		if len(list) > 3 {
+			return strings.Join(list[:3], ",") + fmt.Sprintf(",+%d", len(list)-3)
+		}
+		return strings.Join(list, ",")
+	}
+	return fmt.Sprintf("customer %s order %s", few(customers), few(orders))
+}
+
+// limitFailures checks what a voucher's orders share. Total limit: an order certainly holds a
+// use from the first answer that proves it exists (its grant is no later) until the first
+// release sent for it (its release is no earlier); if more orders than total_limit certainly
+// hold one at some instant, every order of the operations over-allocates. Close: an order
+// whose every reservation that could have granted it was sent after the voucher's close had
+// been answered was granted on a closed voucher.
+func limitFailures(code string, spec Voucher, list []*Op) []Failure {
+	var fails []Failure
+	proven := proofs(list)
+	type event struct {
+		at    int64
+		delta int
+		order string
+		op    *Op
+	}
+	releaseSent := map[string]int64{}
+	firstSent := map[string]int64{} // the earliest reservation that may have granted the order
+	provedBy := map[string]*Op{}
+	for _, op := range list {
+		k := orderKey(op)
+		switch {
+		case op.Kind == Release:
+			if t, ok := releaseSent[k]; !ok || op.Invoke < t {
+				releaseSent[k] = op.Invoke
+			}
+		case op.Kind == Reserve && op.Outcome != Fail:
+			if t, ok := firstSent[k]; !ok || op.Invoke < t {
+				firstSent[k] = op.Invoke
+			}
+		}
+		if exists(op) && op.Complete == proven[k] && provedBy[k] == nil {
+			provedBy[k] = op
+		}
+	}
+	var closedAt int64 = math.MaxInt64
+	var closer *Op
+	for _, op := range list {
+		if op.Kind == Close && op.Outcome != Fail && op.Complete < closedAt {
+			closedAt, closer = op.Complete, op
+		}
+	}
+
+	var events []event
+	orders := make([]string, 0, len(proven))
+	for k := range proven {
+		orders = append(orders, k)
+	}
+	sort.Strings(orders)
+	for _, k := range orders {
+		at := proven[k]
+		if t, ok := firstSent[k]; closer != nil && (!ok || t > closedAt) {
+			f := Failure{Partition: "voucher " + code + " close", Culprit: *provedBy[k], Window: []Op{*closer, *provedBy[k]},
+				Reason: fmt.Sprintf("order %s was granted, and every reservation of it was sent after the voucher closed", k)}
+			f.part, f.prefix = spec.window(f.Partition, f.Window, 0)
+			fails = append(fails, f)
+		}
+		events = append(events, event{at: at, delta: 1, order: k, op: provedBy[k]})
+		if end, ok := releaseSent[k]; ok {
+			if end <= at {
+				events = events[:len(events)-1]
+				continue
+			}
+			events = append(events, event{at: end, delta: -1, order: k})
+		}
+	}
+	if spec.TotalLimit <= 0 {
+		return fails
+	}
+	// at an instant, releases before grants: only orders certainly holding a use at once count
+	sort.SliceStable(events, func(i, j int) bool {
+		if events[i].at != events[j].at {
+			return events[i].at < events[j].at
+		}
+		return events[i].delta < events[j].delta
+	})
+	holding := map[string]bool{}
+	for _, e := range events {
+		if e.delta < 0 {
+			delete(holding, e.order)
+			continue
+		}
+		holding[e.order] = true
+		if len(holding) <= spec.TotalLimit {
+			continue
+		}
+		f := Failure{Partition: "voucher " + code + " total limit", Culprit: *e.op,
+			Reason: fmt.Sprintf("%d orders certainly hold a use at once; total_limit is %d", len(holding), spec.TotalLimit)}
+		held := make([]string, 0, len(holding))
+		for k := range holding {
+			held = append(held, k)
+		}
+		sort.Slice(held, func(i, j int) bool { return proven[held[i]] > proven[held[j]] })
+		// the latest proofs, in a window small enough for the visualization's search
+		for _, k := range held[:min(len(held), 12)] {
+			f.Window = append(f.Window, *provedBy[k])
+		}
+		sort.Slice(f.Window, func(i, j int) bool { return f.Window[i].Complete < f.Window[j].Complete })
+		f.State = fmt.Sprintf("holding a use: %s", clip(strings.Join(held, " "), 600))
+		f.part, f.prefix = spec.window(f.Partition, f.Window, len(held)-len(f.Window))
+		fails = append(fails, f)
+		break
+	}
+	return fails
+}
