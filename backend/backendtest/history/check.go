@@ -90,7 +90,14 @@ func Check(ops []Op, vouchers map[string]Voucher) Result {
 		}()
 	}
 	wg.Wait()
-	sort.Slice(res.Failures, func(i, j int) bool { return res.Failures[i].Partition < res.Failures[j].Partition })
+	// the earliest failure first: what went wrong first explains, often, what followed
+	sort.Slice(res.Failures, func(i, j int) bool {
+		a, b := res.Failures[i], res.Failures[j]
+		if a.Culprit.Complete != b.Culprit.Complete {
+			return a.Culprit.Complete < b.Culprit.Complete
+		}
+		return a.Partition < b.Partition
+	})
 	sort.Strings(res.Undecided)
 	res.Took = time.Since(start)
 	return res

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/anishathalye/porcupine"
+
+	"vouchergate/shared/wire"
 )
 
 // orderIDsAcrossVouchers rejects an orderId granted on two vouchers (D3: an orderId has at
@@ -72,9 +74,6 @@ func quotaParts(ops []Op) []*part {
 		}
 		return out
 	}
-	// The counters an answered deduct counted, by request and identity: what an unknown
-	// outcome of the same request would count.
-	answered := map[reqKey]map[string]*quotaOp{}
 	identities := map[reqKey][]string{}
 	inexact := map[string]bool{}
 	var quotaOps []*quotaOp
@@ -95,12 +94,6 @@ func quotaParts(ops []Op) []*part {
 				for _, c := range q.counters {
 					q.takes[counterKey(c)] = amountOn(items[id], c)
 				}
-				if answered[rk] == nil {
-					answered[rk] = map[string]*quotaOp{}
-				}
-				if _, ok := answered[rk][id]; !ok {
-					answered[rk][id] = q
-				}
 			}
 			if len(ids) > 1 && op.Outcome != Ok {
 				inexact[id] = true // it may have held steps here while it tried the next identity
@@ -112,57 +105,83 @@ func quotaParts(ops []Op) []*part {
 			partsOf = append(partsOf, id)
 		}
 	}
-	// An unknown outcome took effect by the first grant of its request here, or never (an
-	// idemKey counts once); with no grant it stays open to the end. A refusal that no grant or
-	// unknown outcome of its request here could make a retry's, and that does not say rolled
-	// back, is legal wherever it goes and changes nothing: it is left out.
-	firstOk := map[string]int64{}
+	// the deducts each rollback may have raced, by request and identity
+	unsettled := map[reqKey]map[string][]*Op{}
+	for i, q := range quotaOps {
+		if q.op.Outcome == Ok {
+			continue
+		}
+		rk := reqKey{q.op.Biz, q.op.IdemKey}
+		if unsettled[rk] == nil {
+			unsettled[rk] = map[string][]*Op{}
+		}
+		unsettled[rk][partsOf[i]] = append(unsettled[rk][partsOf[i]], q.op)
+	}
+
+	// An idemKey counts once: an unknown outcome of a request that a grant here answered
+	// counted, if at all, what that grant was answered, between its own invocation and that
+	// grant's completion. It is merged into the first grant, whose invocation it moves back.
+	// With no grant, it stays open to the end (and the partition is inexact). A refusal that
+	// no grant or unknown outcome of its request here could make a retry's, and that does not
+	// say rolled back, is legal wherever it goes and changes nothing: it is left out.
+	reqID := func(q *quotaOp, id string) string {
+		return fmt.Sprintf("%d\x00%s\x00%s\x00%s", q.op.Biz, q.op.IdemKey, id, q.fp)
+	}
+	firstOk := map[string]*quotaOp{}
 	mayCount := map[string]bool{}
 	for i, q := range quotaOps {
-		k := fmt.Sprintf("%d\x00%s\x00%s\x00%s", q.op.Biz, q.op.IdemKey, partsOf[i], q.fp)
-		if t, ok := firstOk[k]; q.op.Outcome == Ok && (!ok || q.op.Complete < t) {
-			firstOk[k] = q.op.Complete
+		k := reqID(q, partsOf[i])
+		if f := firstOk[k]; q.op.Outcome == Ok && (f == nil || q.op.Complete < f.op.Complete) {
+			firstOk[k] = q
 		}
 		if q.op.Outcome != Fail {
 			mayCount[k] = true
 		}
 	}
-	bounds := map[*quotaOp]int64{}
+	invokes := map[*quotaOp]int64{}
 	var deducts []*quotaOp
 	var deductParts []string
 	for i, q := range quotaOps {
 		id := partsOf[i]
-		k := fmt.Sprintf("%d\x00%s\x00%s\x00%s", q.op.Biz, q.op.IdemKey, id, q.fp)
-		if q.op.Outcome == Fail && q.op.Code != "QUOTA_ROLLED_BACK" && !mayCount[k] {
+		k := reqID(q, id)
+		switch f := firstOk[k]; {
+		case q.op.Outcome == Fail && q.op.Code != wire.CodeQuotaRolledBack && !mayCount[k]:
 			continue
-		}
-		if q.op.Outcome != Ok && q.op.Outcome != Fail {
-			if a := answered[reqKey{q.op.Biz, q.op.IdemKey}][id]; a != nil && a.fp == q.fp {
-				q.takes, q.limits = a.takes, map[string]int64{}
-				for _, c := range a.counters {
-					q.limits[counterKey(c)] = c.Limit
-				}
-			} else {
-				inexact[id] = true // it may have counted what no answer shows
+		case q.op.Outcome != Ok && q.op.Outcome != Fail && f != nil:
+			if t, ok := invokes[f]; q.op.Invoke < f.op.Invoke && (!ok || q.op.Invoke < t) {
+				invokes[f] = q.op.Invoke
 			}
-			if t, ok := firstOk[k]; ok && t >= q.op.Invoke {
-				bounds[q] = t
-			}
+			continue
+		case q.op.Outcome != Ok && q.op.Outcome != Fail:
+			inexact[id] = true // it may have counted what no answer shows
 		}
 		deducts = append(deducts, q)
 		deductParts = append(deductParts, id)
+	}
+	for q, at := range invokes {
+		op := *q.op
+		op.Invoke = at
+		q.op = &op
 	}
 	quotaOps, partsOf = deducts, deductParts
 	for i := range ops {
 		op := &ops[i]
 		switch op.Kind {
 		case Rollback:
-			for _, id := range identities[reqKey{op.Biz, op.IdemKey}] {
+			rk := reqKey{op.Biz, op.IdemKey}
+			for _, id := range identities[rk] {
 				ret := map[string]int64{}
 				for _, c := range countersOf(op.Returned, op.Biz, id) {
 					ret[c.Dimension+"|"+c.Window+"|"] += c.Used
 				}
-				quotaOps = append(quotaOps, &quotaOp{op: op, returned: canonicalTakes(ret)})
+				q := &quotaOp{op: op, returned: canonicalTakes(ret)}
+				for _, d := range unsettled[rk][id] {
+					if d.Invoke <= op.Complete && (d.Outcome == Fail && d.Complete >= op.Invoke || d.Outcome != Fail) {
+						q.transient = true
+						inexact[id] = true // the deduct's steps were counted while it ran
+					}
+				}
+				quotaOps = append(quotaOps, q)
 				partsOf = append(partsOf, id)
 			}
 		case Usage:
@@ -178,7 +197,6 @@ func quotaParts(ops []Op) []*part {
 		p := partOf(id)
 		p.ops = append(p.ops, q.op)
 		p.inputs = append(p.inputs, q)
-		p.bounds = append(p.bounds, bounds[q])
 	}
 
 	sort.Strings(names)
@@ -191,11 +209,11 @@ func quotaParts(ops []Op) []*part {
 			idx[i] = i
 		}
 		sort.SliceStable(idx, func(a, b int) bool { return p.ops[idx[a]].ID < p.ops[idx[b]].ID })
-		ops, inputs, bs := make([]*Op, len(idx)), make([]any, len(idx)), make([]int64, len(idx))
+		ops, inputs := make([]*Op, len(idx)), make([]any, len(idx))
 		for j, i := range idx {
-			ops[j], inputs[j], bs[j] = p.ops[i], p.inputs[i], p.bounds[i]
+			ops[j], inputs[j] = p.ops[i], p.inputs[i]
 		}
-		p.ops, p.inputs, p.bounds = ops, inputs, bs
+		p.ops, p.inputs = ops, inputs
 		p.asInfo = func(i int) any {
 			q := *p.inputs[i].(*quotaOp)
 			op := *q.op

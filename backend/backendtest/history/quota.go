@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"vouchergate/shared/wire"
 )
 
 // The quota model is one identity's counter set as a sequential object: each counter (a
@@ -19,7 +21,9 @@ import (
 // value. Refusals for lack of room are legal at any time (a request of several identities holds
 // its steps on the first while it tries the next, and gives them back if refused): while such a
 // request may hold steps in a partition, or an unknown outcome counted what no answer shows, the
-// partition is inexact and answered values are checked as lower bounds only. Entries leaving a
+// partition is inexact and answered values are checked as lower bounds only. A rollback racing
+// its own deduct may give back the steps that deduct held, the deduct then answered rolled
+// back: its answer is legal though the model never counted them. Entries leaving a
 // rolling window are not modelled: no checked test moves its clock past one.
 
 // idemKey states.
@@ -106,12 +110,14 @@ func identityOf(biz int64, typ, identity string) string {
 type quotaOp struct {
 	op       *Op
 	fp       string           // the identity's items
-	takes    map[string]int64 // counter -> amount a grant counts here (nil: unknown)
-	limits   map[string]int64 // counter -> its limit, for an unknown outcome
+	takes    map[string]int64 // counter -> amount a grant counts here
 	counters []Counter        // the identity's counters in the answer
 	answer   string
 	returned string
-	exact    bool // the partition's answered values are exact
+	// transient: a rollback that may have given back steps a deduct of its idemKey held while
+	// it ran (the deduct then refused as rolled back), which that deduct never counted
+	transient bool
+	exact     bool // the partition's answered values are exact
 }
 
 // quotaStep applies q to s: the next state, or why the model cannot take it.
@@ -137,7 +143,7 @@ func quotaStep(s *quotaState, q *quotaOp) (*quotaState, string) {
 			return s, ""
 		case op.Outcome == Fail && known && rec.status == counted && rec.fp == q.fp:
 			return nil, fmt.Sprintf("idemKey %s counted %s; its retry was refused %s", op.IdemKey, rec.answer, op.Code)
-		case op.Outcome == Fail && op.Code == "QUOTA_ROLLED_BACK" && (!known || rec.status == counted):
+		case op.Outcome == Fail && op.Code == wire.CodeQuotaRolledBack && (!known || rec.status == counted):
 			return nil, fmt.Sprintf("idemKey %s refused as rolled back; it was not", op.IdemKey)
 		case op.Outcome == Fail || known:
 			return s, ""
@@ -158,28 +164,10 @@ func quotaStep(s *quotaState, q *quotaOp) (*quotaState, string) {
 			}
 			n.setKey(op.IdemKey, idemRecord{status: counted, fp: q.fp, taken: canonicalTakes(q.takes), answer: q.answer})
 			return n, ""
-		case q.takes == nil:
-			return s, "" // an unknown outcome whose counters no answer shows (the partition is inexact)
 		}
-		// an unknown outcome: counted here if there was room
-		var answer []Counter
-		for k, amount := range q.takes {
-			limit := q.limitOf(k)
-			if limit > 0 && s.counters[k]+amount > limit {
-				return s, ""
-			}
-			answer = append(answer, Counter{Dimension: k, Used: s.counters[k] + amount, Limit: limit})
-		}
-		n := s.clone()
-		for k, amount := range q.takes {
-			n.setCounter(k, s.counters[k]+amount)
-		}
-		rec := idemRecord{status: counted, fp: q.fp, taken: canonicalTakes(q.takes)}
-		if q.exact {
-			rec.answer = canonicalAnswer(answer, true)
-		}
-		n.setKey(op.IdemKey, rec)
-		return n, ""
+		// an unknown outcome no grant of its request here answered: whatever it counted, no
+		// answer shows which counters (the partition is inexact), so the model counts nothing
+		return s, ""
 
 	case Rollback:
 		switch {
@@ -187,7 +175,7 @@ func quotaStep(s *quotaState, q *quotaOp) (*quotaState, string) {
 			return s, ""
 		case op.Outcome == Ok && known && rec.status == counted && q.returned != withoutPeriods(rec.taken):
 			return nil, fmt.Sprintf("rollback of %s, which counted %s here, gave back %q", op.IdemKey, rec.taken, q.returned)
-		case op.Outcome == Ok && (!known || rec.status != counted) && q.returned != "":
+		case op.Outcome == Ok && (!known || rec.status != counted) && q.returned != "" && !q.transient:
 			return nil, fmt.Sprintf("rollback of %s, which counts nothing here (%s), gave back %s", op.IdemKey, describeKey(rec, known), q.returned)
 		case known && rec.status != counted:
 			return s, ""
@@ -235,16 +223,6 @@ func describeKey(r idemRecord, known bool) string {
 		return "unknown"
 	}
 	return map[byte]string{counted: "counted", rolledBack: "rolled back", undone: "rolled back"}[r.status]
-}
-
-// limitOf is the limit of counter k as the answers that show it give it (0: none known).
-func (q *quotaOp) limitOf(k string) int64 {
-	for _, c := range q.counters {
-		if counterKey(c) == k {
-			return c.Limit
-		}
-	}
-	return q.limits[k]
 }
 
 // withoutPeriods drops the periods from counter=amount;... : a rollback's answer names a

@@ -13,8 +13,8 @@ import (
 
 // Dir is where the history of a failed test is kept: <os.TempDir()>/vouchergate-histories/<test>/,
 // the test's name with each character other than a letter, digit, '.', '_' or '-' as '_'. It
-// holds history.jsonl (the vouchers told, then every operation) and, for each partition the
-// models rejected, <partition>.html: porcupine's view of its smallest failing window.
+// holds history.jsonl (the vouchers told, then every operation) and, for each rejected
+// partition the report tells, <partition>.html: porcupine's view of its smallest failing window.
 func Dir(test string) string {
 	return filepath.Join(os.TempDir(), "vouchergate-histories", unsafeChars.ReplaceAllString(test, "_"))
 }
@@ -113,7 +113,7 @@ func (r *Recorder) write(dir string, ops []Op, res Result) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	for _, fl := range res.Failures {
+	for _, fl := range res.Failures[:min(len(res.Failures), reported)] {
 		if fl.part == nil {
 			continue
 		}
@@ -134,14 +134,24 @@ func (r *Recorder) write(dir string, ops []Op, res Result) error {
 
 func viewName(partition string) string { return unsafeChars.ReplaceAllString(partition, "_") + ".html" }
 
-// Report tells every rejected partition, and where its history is kept (dir; "" for none).
+// reported is how many rejected partitions a report tells, the earliest first.
+const reported = 5
+
+// Report tells the earliest rejected partitions, and where the history is kept (dir; "" for
+// none).
 func (res Result) Report(dir string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "history not linearizable: %d of %d partitions rejected", len(res.Failures), res.Partitions)
-	for _, f := range res.Failures {
+	for _, f := range res.Failures[:min(len(res.Failures), reported)] {
 		fmt.Fprintf(&b, "\n%s", f)
 		if dir != "" && f.part != nil {
 			fmt.Fprintf(&b, "\n  view: %s", filepath.Join(dir, viewName(f.Partition)))
+		}
+	}
+	if n := len(res.Failures) - reported; n > 0 {
+		fmt.Fprintf(&b, "\n... and %d more rejected partitions:", n)
+		for _, f := range res.Failures[reported:] {
+			fmt.Fprintf(&b, " %s;", f.Partition)
 		}
 	}
 	if dir != "" {

@@ -5,6 +5,8 @@ import (
 	"hash/fnv"
 	"sort"
 	"strings"
+
+	"vouchergate/shared/wire"
 )
 
 // The voucher model is one voucher as a sequential object: a set of orders, each RESERVED,
@@ -165,9 +167,9 @@ func (v Voucher) step(s *voucherState, op *Op) (*voucherState, string) {
 		switch {
 		case op.Outcome == Ok && (!exists || o.status == released):
 			return nil, fmt.Sprintf("order %s confirmed, but it is %s", op.Order, describeOrder(o, exists))
-		case op.Outcome == Fail && op.Code == "RESERVATION_RELEASED" && (!exists || o.status != released):
+		case op.Outcome == Fail && op.Code == wire.CodeReservationReleased && (!exists || o.status != released):
 			return nil, fmt.Sprintf("confirm of %s refused as released, but it is %s", op.Order, describeOrder(o, exists))
-		case op.Outcome == Fail && op.Code == "RESERVATION_NOT_FOUND" && exists:
+		case op.Outcome == Fail && op.Code == wire.CodeReservationNotFound && exists:
 			return nil, fmt.Sprintf("confirm of %s refused as not found, but it is %s", op.Order, describeOrder(o, exists))
 		case op.Outcome == Fail, !exists, o.status != reserved:
 			return s, ""
@@ -181,9 +183,9 @@ func (v Voucher) step(s *voucherState, op *Op) (*voucherState, string) {
 		switch {
 		case op.Outcome == Ok && (!exists || o.status == confirmed):
 			return nil, fmt.Sprintf("order %s released, but it is %s", op.Order, describeOrder(o, exists))
-		case op.Outcome == Fail && op.Code == "RESERVATION_CONFIRMED" && (!exists || o.status != confirmed):
+		case op.Outcome == Fail && op.Code == wire.CodeReservationConfirmed && (!exists || o.status != confirmed):
 			return nil, fmt.Sprintf("release of %s refused as confirmed, but it is %s", op.Order, describeOrder(o, exists))
-		case op.Outcome == Fail && op.Code == "RESERVATION_NOT_FOUND" && exists:
+		case op.Outcome == Fail && op.Code == wire.CodeReservationNotFound && exists:
 			return nil, fmt.Sprintf("release of %s refused as not found, but it is %s", op.Order, describeOrder(o, exists))
 		case op.Outcome == Fail, !exists, o.status != reserved:
 			return s, ""

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/anishathalye/porcupine"
+
+	"vouchergate/shared/wire"
 )
 
 // voucherParts partitions the voucher operations, voucher by voucher, into the groups of
@@ -47,7 +49,7 @@ func exists(op *Op) bool {
 	case op.Outcome == Ok:
 		return op.Kind == Reserve || op.Kind == Confirm || op.Kind == Release
 	case op.Outcome == Fail:
-		return op.Code == "RESERVATION_RELEASED" || op.Code == "RESERVATION_CONFIRMED"
+		return op.Code == wire.CodeReservationReleased || op.Code == wire.CodeReservationConfirmed
 	}
 	return false
 }
@@ -72,24 +74,43 @@ func proofs(list []*Op) map[string]int64 {
 // orderParts prunes what cannot change a verdict and groups the rest by the customers and
 // orders that meet.
 //
-// An unknown reservation matters only to the operations that need its order to exist: with
-// none after it, it can take effect last, or never, alike, so it is left out; with one, it took
-// effect by that answer or never (an order has one redemption), which bounds it. A refusal of
-// an order that can never be its customer's is legal wherever it goes and changes nothing, so
-// it is left out too: what is left of a sale's flood of refusals is its retries of orders
-// granted.
+// An unknown reservation matters only to the operations that need its order to exist. With a
+// grant of the order to its customer answered, it is merged into the first such grant (an
+// order has one redemption: the grant was answered from this attempt's, or this attempt made
+// none); with another answer that proves the order exists, it took effect by then or never,
+// which bounds it; with none, it can take effect last, or never, alike: it is left out. A
+// refusal of an order that can never be its customer's is legal wherever it goes and changes
+// nothing, so it is left out too: what is left of a sale's flood of refusals is its retries of
+// orders granted.
 func orderParts(code string, spec Voucher, list []*Op) []*part {
 	proven := proofs(list)
+	firstGrant := map[string]*Op{} // order and customer: the grant answered first
+	for _, op := range list {
+		if op.Kind == Reserve && op.Outcome == Ok {
+			k := orderKey(op) + "\x00" + op.Customer
+			if f := firstGrant[k]; f == nil || op.Complete < f.Complete {
+				firstGrant[k] = op
+			}
+		}
+	}
 	bounds := map[*Op]int64{}
+	invokes := map[*Op]int64{}     // a grant's invocation moved back to an unknown outcome's merged into it
 	grantable := map[string]bool{} // order and customer: a reservation that may have made the order the customer's
 	var kept []*Op
 	for _, op := range list {
 		k := orderKey(op)
-		switch {
+		switch f := firstGrant[k+"\x00"+op.Customer]; {
 		case op.Kind == Close:
 			continue
 		case op.Kind == Reserve && op.Outcome == Ok:
 			grantable[k+"\x00"+op.Customer] = true
+		case op.Kind == Reserve && !definitive(op) && f != nil:
+			// the order has one redemption: this attempt's, if any, is the one the first grant
+			// was answered from, made between this invocation and that completion
+			if t, ok := invokes[f]; op.Invoke < f.Invoke && (!ok || op.Invoke < t) {
+				invokes[f] = op.Invoke
+			}
+			continue
 		case op.Kind == Reserve && !definitive(op):
 			at, ok := proven[k]
 			if !ok || at < op.Invoke {
@@ -102,8 +123,14 @@ func orderParts(code string, spec Voucher, list []*Op) []*part {
 	}
 	var ops []*Op
 	for _, op := range kept {
-		if op.Kind == Reserve && op.Outcome == Fail && op.Code != "RESERVATION_RELEASED" && !grantable[orderKey(op)+"\x00"+op.Customer] {
+		if op.Kind == Reserve && op.Outcome == Fail && op.Code != wire.CodeReservationReleased && !grantable[orderKey(op)+"\x00"+op.Customer] {
 			continue
+		}
+		if at, ok := invokes[op]; ok {
+			moved := *op
+			moved.Invoke = at
+			bounds[&moved] = bounds[op]
+			op = &moved
 		}
 		ops = append(ops, op)
 	}
