@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/backend/quota"
 	"vouchergate/testkit"
 )
@@ -39,16 +40,19 @@ func TestQuotaClusterFailoverDurability(t *testing.T) {
 			cfg.Durability = quota.Durability{MinReplicas: tc.replicas, Wait: 200 * time.Millisecond}
 			e.rule(t, 7, "USER", "ITEM:1001", 1000, calendar(t, quota.Day, "UTC"))
 			svc := e.start(t, cfg) // reads the rule at start
-			ctx := context.Background()
+			rec := history.For(t)
+			if tc.replicas == 0 {
+				rec = history.NewRecorder() // answered deducts are lost: the history must be rejected (below)
+			}
 			deduct := func(key string) error {
-				_, err := svc.Deduct(ctx, 7, key, []quota.Item{item("USER", "u-1", 1, "ITEM:1001")})
+				_, err := deductIn(rec, svc, 7, key, item("USER", "u-1", 1, "ITEM:1001"))
 				return err
 			}
 			used := func() int64 {
 				t.Helper()
 				var cs []quota.Counter
 				err := eventually(10*time.Second, func() (err error) {
-					cs, err = svc.Usage(ctx, 7, "USER", "u-1", []string{"ITEM:1001"})
+					cs, err = usageIn(rec, svc, 7, "USER", "u-1", []string{"ITEM:1001"})
 					return err
 				})
 				if err != nil || len(cs) > 1 {
@@ -124,6 +128,9 @@ func TestQuotaClusterFailoverDurability(t *testing.T) {
 			}
 			if final != want {
 				t.Errorf("u-1 at %d after every idemKey was retried; want %d: each counted exactly once", final, want)
+			}
+			if tc.replicas == 0 {
+				wantRejected(t, rec, "deducts answered 200 lost in the failover")
 			}
 		})
 	}
