@@ -189,7 +189,9 @@ func (v Voucher) model(p *part, held int) {
 	}
 	step := func(s, in any) (*voucherState, string) { return v.step(s.(*voucherState), in.(*Op)) }
 	p.explain = func(s, in any) string { _, why := step(s, in); return why }
-	p.related = func(a, b *Op) bool { return a.Order != "" && orderKey(a) == orderKey(b) }
+	p.related = func(a, b *Op) bool {
+		return a.Order != "" && orderKey(a) == orderKey(b) || a.Customer != "" && a.Customer == b.Customer
+	}
 	p.model = porcupine.Model{
 		Init: func() any { return &voucherState{orders: map[string]order{}, active: map[string]int{}, used: held} },
 		Step: func(s, in, _ any) (bool, any) {
