@@ -245,19 +245,27 @@ func (p *part) smallestFailure() *Failure {
 		}
 	}
 
+	f.Window = p.around(prefix, culprit)
+	return f
+}
+
+// around returns the operations of prefix around culprit: concurrent with it, or related to it
+// (its order, customer or idemKey), the 40 nearest.
+func (p *part) around(prefix []porcupine.Operation, culprit *Op) []Op {
+	var w []Op
 	for _, o := range prefix {
 		op := p.ops[o.Metadata.(int)]
-		if op.ID == culprit.ID || p.related(op, culprit) || (op.Invoke <= culprit.Complete && (op.Outcome != Ok && op.Outcome != Fail || op.Complete >= culprit.Invoke)) {
-			f.Window = append(f.Window, *op)
+		if op.ID == culprit.ID || p.related(op, culprit) || (op.Invoke <= culprit.Complete && (!definitive(op) || op.Complete >= culprit.Invoke)) {
+			w = append(w, *op)
 		}
 	}
-	sort.Slice(f.Window, func(i, j int) bool { return f.Window[i].Invoke < f.Window[j].Invoke })
-	if len(f.Window) > 40 { // the nearest to the culprit
-		at := sort.Search(len(f.Window), func(i int) bool { return f.Window[i].Invoke >= culprit.Invoke })
-		from := max(0, min(at-30, len(f.Window)-40))
-		f.Window = f.Window[from : from+40]
+	sort.Slice(w, func(i, j int) bool { return w[i].Invoke < w[j].Invoke })
+	if len(w) > 40 {
+		at := sort.Search(len(w), func(i int) bool { return w[i].Invoke >= culprit.Invoke })
+		from := max(0, min(at-30, len(w)-40))
+		w = w[from : from+40]
 	}
-	return f
+	return w
 }
 
 // Visualize writes porcupine's HTML view of the smallest failing window.
@@ -322,10 +330,10 @@ func describe(op *Op) string {
 		}
 	}
 	if len(op.Counters) > 0 {
-		fmt.Fprintf(&b, " %s", canonicalAnswer(op.Counters, false))
+		fmt.Fprintf(&b, " %s", canonicalAnswer(op.Counters))
 	}
 	if len(op.Returned) > 0 {
-		fmt.Fprintf(&b, " gave back %s", canonicalAnswer(op.Returned, false))
+		fmt.Fprintf(&b, " gave back %s", canonicalAnswer(op.Returned))
 	}
 	return b.String()
 }

@@ -109,6 +109,7 @@ func identityOf(biz int64, typ, identity string) string {
 // quotaOp is an operation as one identity's partition sees it.
 type quotaOp struct {
 	op       *Op
+	id       string           // the partition's identity
 	fp       string           // the identity's items
 	takes    map[string]int64 // counter -> amount a grant counts here
 	counters []Counter        // the identity's counters in the answer
@@ -126,94 +127,113 @@ func quotaStep(s *quotaState, q *quotaOp) (*quotaState, string) {
 	rec, known := s.keys[op.IdemKey]
 	switch op.Kind {
 	case Deduct:
-		switch {
-		case op.Outcome == Ok && known && rec.status != counted:
-			return nil, fmt.Sprintf("idemKey %s was rolled back; a deduct with it was granted", op.IdemKey)
-		case op.Outcome == Ok && known && rec.fp != q.fp:
-			return nil, fmt.Sprintf("idemKey %s counted other items (%s); a deduct with %s was granted", op.IdemKey, rec.fp, q.fp)
-		case op.Outcome == Ok && known && rec.answer != "" && rec.answer != q.answer:
-			return nil, fmt.Sprintf("idemKey %s was answered %s; its retry got %s", op.IdemKey, rec.answer, q.answer)
-		case op.Outcome == Ok && known:
-			if rec.answer == "" {
-				n := s.clone()
-				rec.answer = q.answer
-				n.setKey(op.IdemKey, rec)
-				return n, ""
-			}
-			return s, ""
-		case op.Outcome == Fail && known && rec.status == counted && rec.fp == q.fp:
-			return nil, fmt.Sprintf("idemKey %s counted %s; its retry was refused %s", op.IdemKey, rec.answer, op.Code)
-		case op.Outcome == Fail && op.Code == wire.CodeQuotaRolledBack && (!known || rec.status == counted):
-			return nil, fmt.Sprintf("idemKey %s refused as rolled back; it was not", op.IdemKey)
-		case op.Outcome == Fail || known:
-			return s, ""
-		case op.Outcome == Ok:
-			n := s.clone()
-			for _, c := range q.counters {
-				k := counterKey(c)
-				before, amount := s.counters[k], q.takes[k]
-				switch {
-				case c.Limit > 0 && before+amount > c.Limit:
-					return nil, fmt.Sprintf("%s granted %d on %s, which held %d of %d", op.IdemKey, amount, k, before, c.Limit)
-				case q.exact && c.Used != before+amount:
-					return nil, fmt.Sprintf("%s granted %d on %s, which held %d: answered %d", op.IdemKey, amount, k, before, c.Used)
-				case c.Used < before+amount:
-					return nil, fmt.Sprintf("%s granted %d on %s, which held %d: answered %d, less", op.IdemKey, amount, k, before, c.Used)
-				}
-				n.setCounter(k, before+amount)
-			}
-			n.setKey(op.IdemKey, idemRecord{status: counted, fp: q.fp, taken: canonicalTakes(q.takes), answer: q.answer})
-			return n, ""
-		}
-		// an unknown outcome no grant of its request here answered: whatever it counted, no
-		// answer shows which counters (the partition is inexact), so the model counts nothing
-		return s, ""
-
+		return deductStep(s, q, rec, known)
 	case Rollback:
-		switch {
-		case op.Outcome == Fail:
-			return s, ""
-		case op.Outcome == Ok && known && rec.status == counted && q.returned != withoutPeriods(rec.taken):
-			return nil, fmt.Sprintf("rollback of %s, which counted %s here, gave back %q", op.IdemKey, rec.taken, q.returned)
-		case op.Outcome == Ok && (!known || rec.status != counted) && q.returned != "" && !q.transient:
-			return nil, fmt.Sprintf("rollback of %s, which counts nothing here (%s), gave back %s", op.IdemKey, describeKey(rec, known), q.returned)
-		case known && rec.status != counted:
-			return s, ""
-		case !known:
-			n := s.clone()
-			n.setKey(op.IdemKey, idemRecord{status: rolledBack})
-			return n, ""
-		}
-		n := s.clone()
-		for _, part := range strings.Split(rec.taken, ";") {
-			k, amount, ok := strings.Cut(part, "=")
-			if !ok {
-				continue
-			}
-			a, _ := strconv.ParseInt(amount, 10, 64)
-			n.setCounter(k, s.counters[k]-a)
-		}
-		rec.status = undone
-		n.setKey(op.IdemKey, rec)
-		return n, ""
-
+		return rollbackStep(s, q, rec, known)
 	case Usage:
-		if op.Outcome != Ok {
-			return s, ""
-		}
-		for _, c := range q.counters {
-			k := counterKey(c)
-			switch {
-			case q.exact && c.Used != s.counters[k]:
-				return nil, fmt.Sprintf("usage read %d on %s, which holds %d", c.Used, k, s.counters[k])
-			case c.Used < s.counters[k]:
-				return nil, fmt.Sprintf("usage read %d on %s, which holds %d, less", c.Used, k, s.counters[k])
-			}
-		}
-		return s, ""
+		return usageStep(s, q)
 	}
 	if op.Outcome == Ok || op.Outcome == Fail {
 		return nil, fmt.Sprintf("%s is no quota operation", op.Kind)
+	}
+	return s, ""
+}
+
+// deductStep: a new idemKey counts within the limits, answered the new values; a counted one
+// replays its first answer; a rolled-back one is refused.
+func deductStep(s *quotaState, q *quotaOp, rec idemRecord, known bool) (*quotaState, string) {
+	op := q.op
+	switch {
+	case op.Outcome == Ok && known && rec.status != counted:
+		return nil, fmt.Sprintf("idemKey %s was rolled back; a deduct with it was granted", op.IdemKey)
+	case op.Outcome == Ok && known && rec.fp != q.fp:
+		return nil, fmt.Sprintf("idemKey %s counted other items (%s); a deduct with %s was granted", op.IdemKey, rec.fp, q.fp)
+	case op.Outcome == Ok && known && rec.answer != "" && rec.answer != q.answer:
+		return nil, fmt.Sprintf("idemKey %s was answered %s; its retry got %s", op.IdemKey, rec.answer, q.answer)
+	case op.Outcome == Ok && known:
+		if rec.answer == "" {
+			n := s.clone()
+			rec.answer = q.answer
+			n.setKey(op.IdemKey, rec)
+			return n, ""
+		}
+		return s, ""
+	case op.Outcome == Fail && known && rec.status == counted && rec.fp == q.fp:
+		return nil, fmt.Sprintf("idemKey %s counted %s; its retry was refused %s", op.IdemKey, rec.answer, op.Code)
+	case op.Outcome == Fail && op.Code == wire.CodeQuotaRolledBack && (!known || rec.status == counted):
+		return nil, fmt.Sprintf("idemKey %s refused as rolled back; it was not", op.IdemKey)
+	case op.Outcome == Fail || known:
+		return s, ""
+	case op.Outcome == Ok:
+		n := s.clone()
+		for _, c := range q.counters {
+			k := counterKey(c)
+			before, amount := s.counters[k], q.takes[k]
+			switch {
+			case c.Limit > 0 && before+amount > c.Limit:
+				return nil, fmt.Sprintf("%s granted %d on %s, which held %d of %d", op.IdemKey, amount, k, before, c.Limit)
+			case q.exact && c.Used != before+amount:
+				return nil, fmt.Sprintf("%s granted %d on %s, which held %d: answered %d", op.IdemKey, amount, k, before, c.Used)
+			case c.Used < before+amount:
+				return nil, fmt.Sprintf("%s granted %d on %s, which held %d: answered %d, less", op.IdemKey, amount, k, before, c.Used)
+			}
+			n.setCounter(k, before+amount)
+		}
+		n.setKey(op.IdemKey, idemRecord{status: counted, fp: q.fp, taken: canonicalTakes(q.takes), answer: q.answer})
+		return n, ""
+	}
+	// an unknown outcome no grant of its request here answered: whatever it counted, no
+	// answer shows which counters (the partition is inexact), so the model counts nothing
+	return s, ""
+
+}
+
+// rollbackStep gives back what the idemKey counted, once, and marks it rolled back.
+func rollbackStep(s *quotaState, q *quotaOp, rec idemRecord, known bool) (*quotaState, string) {
+	op := q.op
+	switch {
+	case op.Outcome == Fail:
+		return s, ""
+	case op.Outcome == Ok && known && rec.status == counted && q.returned != withoutPeriods(rec.taken):
+		return nil, fmt.Sprintf("rollback of %s, which counted %s here, gave back %q", op.IdemKey, rec.taken, q.returned)
+	case op.Outcome == Ok && (!known || rec.status != counted) && q.returned != "" && !q.transient:
+		return nil, fmt.Sprintf("rollback of %s, which counts nothing here (%s), gave back %s", op.IdemKey, describeKey(rec, known), q.returned)
+	case known && rec.status != counted:
+		return s, ""
+	case !known:
+		n := s.clone()
+		n.setKey(op.IdemKey, idemRecord{status: rolledBack})
+		return n, ""
+	}
+	n := s.clone()
+	for _, part := range strings.Split(rec.taken, ";") {
+		k, amount, ok := strings.Cut(part, "=")
+		if !ok {
+			continue
+		}
+		a, _ := strconv.ParseInt(amount, 10, 64)
+		n.setCounter(k, s.counters[k]-a)
+	}
+	rec.status = undone
+	n.setKey(op.IdemKey, rec)
+	return n, ""
+
+}
+
+// usageStep: a read answers each counter's value.
+func usageStep(s *quotaState, q *quotaOp) (*quotaState, string) {
+	op := q.op
+	if op.Outcome != Ok {
+		return s, ""
+	}
+	for _, c := range q.counters {
+		k := counterKey(c)
+		switch {
+		case q.exact && c.Used != s.counters[k]:
+			return nil, fmt.Sprintf("usage read %d on %s, which holds %d", c.Used, k, s.counters[k])
+		case c.Used < s.counters[k]:
+			return nil, fmt.Sprintf("usage read %d on %s, which holds %d, less", c.Used, k, s.counters[k])
+		}
 	}
 	return s, ""
 }
@@ -252,15 +272,11 @@ func canonicalTakes(t map[string]int64) string {
 	return strings.Join(parts, ";")
 }
 
-// canonicalAnswer writes counters as "counter=used/limit;..." (byKey: Dimension is a counter key).
-func canonicalAnswer(cs []Counter, byKey bool) string {
+// canonicalAnswer writes counters as "counter=used/limit;...".
+func canonicalAnswer(cs []Counter) string {
 	parts := make([]string, 0, len(cs))
 	for _, c := range cs {
-		k := c.Dimension
-		if !byKey {
-			k = counterKey(c)
-		}
-		parts = append(parts, fmt.Sprintf("%s=%d/%d", k, c.Used, c.Limit))
+		parts = append(parts, fmt.Sprintf("%s=%d/%d", counterKey(c), c.Used, c.Limit))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ";")

@@ -108,97 +108,111 @@ func (v Voucher) room(s *voucherState, customer string) bool {
 func (v Voucher) step(s *voucherState, op *Op) (*voucherState, string) {
 	key := orderKey(op)
 	o, exists := s.orders[key]
-	definitive := op.Outcome == Ok || op.Outcome == Fail
 	switch op.Kind {
 	case Close:
 		n := s.clone()
 		n.closed = true
 		n.hash ^= 0x9e3779b97f4a7c15
 		return n, ""
-
 	case Reserve:
-		switch {
-		case op.Outcome == Ok && op.Holder != "" && op.Holder != op.Customer:
-			return nil, fmt.Sprintf("granted to %s, answered as %s's", op.Customer, op.Holder)
-		case op.Outcome == Ok && exists && o.customer != op.Customer:
-			return nil, fmt.Sprintf("order %s is %s's; granted to %s as well", op.Order, o.customer, op.Customer)
-		case op.Outcome == Ok && exists && o.status == released:
-			return nil, fmt.Sprintf("order %s was released; a retry must be refused, it was granted", op.Order)
-		case op.Outcome == Ok && exists && o.discount != unanswered && o.discount != op.Discount:
-			return nil, fmt.Sprintf("order %s was granted with discount %d; its retry got %d", op.Order, o.discount, op.Discount)
-		case op.Outcome == Ok && exists:
-			if o.discount == unanswered {
-				n := s.clone()
-				o.discount = op.Discount
-				n.set(key, o)
-				return n, ""
-			}
-			return s, ""
-		case op.Outcome == Fail && exists && o.customer == op.Customer && o.status != released:
-			return nil, fmt.Sprintf("order %s is %s's (%c, discount %d); its retry was refused %s",
-				op.Order, o.customer, o.status, o.discount, op.Code)
-		case op.Outcome == Fail || exists:
-			return s, ""
-		case op.Outcome == Ok && s.closed:
-			return nil, fmt.Sprintf("new order %s granted after the voucher closed", op.Order)
-		case op.Outcome == Ok && v.TotalLimit > 0 && s.used >= v.TotalLimit:
-			return nil, fmt.Sprintf("new order %s granted with all %d uses taken", op.Order, v.TotalLimit)
-		case op.Outcome == Ok && !v.room(s, op.Customer):
-			return nil, fmt.Sprintf("new order %s granted to %s, who holds %d of %d already",
-				op.Order, op.Customer, s.active[op.Customer], v.PerUserLimit)
-		case op.Outcome == Ok && v.Discount > 0 && op.Discount != v.Discount:
-			return nil, fmt.Sprintf("order %s granted with discount %d; the voucher gives %d", op.Order, op.Discount, v.Discount)
-		case op.Outcome == Ok:
-			n := s.clone()
-			n.set(key, order{customer: op.Customer, status: reserved, discount: op.Discount})
-			return n, ""
-		case !v.room(s, op.Customer):
-			return s, "" // an unknown outcome that cannot have been granted here
-		}
-		d := int64(unanswered)
-		if v.Discount > 0 {
-			d = v.Discount
-		}
-		n := s.clone()
-		n.set(key, order{customer: op.Customer, status: reserved, discount: d})
-		return n, ""
-
+		return v.reserve(s, op, key, o, exists)
 	case Confirm:
-		switch {
-		case op.Outcome == Ok && (!exists || o.status == released):
-			return nil, fmt.Sprintf("order %s confirmed, but it is %s", op.Order, describeOrder(o, exists))
-		case op.Outcome == Fail && op.Code == wire.CodeReservationReleased && (!exists || o.status != released):
-			return nil, fmt.Sprintf("confirm of %s refused as released, but it is %s", op.Order, describeOrder(o, exists))
-		case op.Outcome == Fail && op.Code == wire.CodeReservationNotFound && exists:
-			return nil, fmt.Sprintf("confirm of %s refused as not found, but it is %s", op.Order, describeOrder(o, exists))
-		case op.Outcome == Fail, !exists, o.status != reserved:
-			return s, ""
-		}
-		n := s.clone()
-		o.status = confirmed
-		n.set(key, o)
-		return n, ""
-
+		return confirm(s, op, key, o, exists)
 	case Release:
-		switch {
-		case op.Outcome == Ok && (!exists || o.status == confirmed):
-			return nil, fmt.Sprintf("order %s released, but it is %s", op.Order, describeOrder(o, exists))
-		case op.Outcome == Fail && op.Code == wire.CodeReservationConfirmed && (!exists || o.status != confirmed):
-			return nil, fmt.Sprintf("release of %s refused as confirmed, but it is %s", op.Order, describeOrder(o, exists))
-		case op.Outcome == Fail && op.Code == wire.CodeReservationNotFound && exists:
-			return nil, fmt.Sprintf("release of %s refused as not found, but it is %s", op.Order, describeOrder(o, exists))
-		case op.Outcome == Fail, !exists, o.status != reserved:
-			return s, ""
-		}
-		n := s.clone()
-		o.status = released
-		n.set(key, o)
-		return n, ""
+		return release(s, op, key, o, exists)
 	}
-	if definitive {
+	if op.Outcome == Ok || op.Outcome == Fail {
 		return nil, fmt.Sprintf("%s is no voucher operation", op.Kind)
 	}
 	return s, ""
+}
+
+// reserve: a grant of a new order within the limits, the same grant again for its customer,
+// a refusal of anything but the customer's own active order.
+func (v Voucher) reserve(s *voucherState, op *Op, key string, o order, exists bool) (*voucherState, string) {
+	switch {
+	case op.Outcome == Ok && op.Holder != "" && op.Holder != op.Customer:
+		return nil, fmt.Sprintf("granted to %s, answered as %s's", op.Customer, op.Holder)
+	case op.Outcome == Ok && exists && o.customer != op.Customer:
+		return nil, fmt.Sprintf("order %s is %s's; granted to %s as well", op.Order, o.customer, op.Customer)
+	case op.Outcome == Ok && exists && o.status == released:
+		return nil, fmt.Sprintf("order %s was released; a retry must be refused, it was granted", op.Order)
+	case op.Outcome == Ok && exists && o.discount != unanswered && o.discount != op.Discount:
+		return nil, fmt.Sprintf("order %s was granted with discount %d; its retry got %d", op.Order, o.discount, op.Discount)
+	case op.Outcome == Ok && exists:
+		if o.discount == unanswered {
+			n := s.clone()
+			o.discount = op.Discount
+			n.set(key, o)
+			return n, ""
+		}
+		return s, ""
+	case op.Outcome == Fail && exists && o.customer == op.Customer && o.status != released:
+		return nil, fmt.Sprintf("order %s is %s's (%c, discount %d); its retry was refused %s",
+			op.Order, o.customer, o.status, o.discount, op.Code)
+	case op.Outcome == Fail || exists:
+		return s, ""
+	case op.Outcome == Ok && s.closed:
+		return nil, fmt.Sprintf("new order %s granted after the voucher closed", op.Order)
+	case op.Outcome == Ok && v.TotalLimit > 0 && s.used >= v.TotalLimit:
+		return nil, fmt.Sprintf("new order %s granted with all %d uses taken", op.Order, v.TotalLimit)
+	case op.Outcome == Ok && !v.room(s, op.Customer):
+		return nil, fmt.Sprintf("new order %s granted to %s, who holds %d of %d already",
+			op.Order, op.Customer, s.active[op.Customer], v.PerUserLimit)
+	case op.Outcome == Ok && v.Discount > 0 && op.Discount != v.Discount:
+		return nil, fmt.Sprintf("order %s granted with discount %d; the voucher gives %d", op.Order, op.Discount, v.Discount)
+	case op.Outcome == Ok:
+		n := s.clone()
+		n.set(key, order{customer: op.Customer, status: reserved, discount: op.Discount})
+		return n, ""
+	case !v.room(s, op.Customer):
+		return s, "" // an unknown outcome that cannot have been granted here
+	}
+	d := int64(unanswered)
+	if v.Discount > 0 {
+		d = v.Discount
+	}
+	n := s.clone()
+	n.set(key, order{customer: op.Customer, status: reserved, discount: d})
+	return n, ""
+
+}
+
+// confirm: RESERVED becomes CONFIRMED; a released order is refused.
+func confirm(s *voucherState, op *Op, key string, o order, exists bool) (*voucherState, string) {
+	switch {
+	case op.Outcome == Ok && (!exists || o.status == released):
+		return nil, fmt.Sprintf("order %s confirmed, but it is %s", op.Order, describeOrder(o, exists))
+	case op.Outcome == Fail && op.Code == wire.CodeReservationReleased && (!exists || o.status != released):
+		return nil, fmt.Sprintf("confirm of %s refused as released, but it is %s", op.Order, describeOrder(o, exists))
+	case op.Outcome == Fail && op.Code == wire.CodeReservationNotFound && exists:
+		return nil, fmt.Sprintf("confirm of %s refused as not found, but it is %s", op.Order, describeOrder(o, exists))
+	case op.Outcome == Fail, !exists, o.status != reserved:
+		return s, ""
+	}
+	n := s.clone()
+	o.status = confirmed
+	n.set(key, o)
+	return n, ""
+
+}
+
+// release: RESERVED becomes RELEASED, giving its use back; a confirmed order is refused.
+func release(s *voucherState, op *Op, key string, o order, exists bool) (*voucherState, string) {
+	switch {
+	case op.Outcome == Ok && (!exists || o.status == confirmed):
+		return nil, fmt.Sprintf("order %s released, but it is %s", op.Order, describeOrder(o, exists))
+	case op.Outcome == Fail && op.Code == wire.CodeReservationConfirmed && (!exists || o.status != confirmed):
+		return nil, fmt.Sprintf("release of %s refused as confirmed, but it is %s", op.Order, describeOrder(o, exists))
+	case op.Outcome == Fail && op.Code == wire.CodeReservationNotFound && exists:
+		return nil, fmt.Sprintf("release of %s refused as not found, but it is %s", op.Order, describeOrder(o, exists))
+	case op.Outcome == Fail, !exists, o.status != reserved:
+		return s, ""
+	}
+	n := s.clone()
+	o.status = released
+	n.set(key, o)
+	return n, ""
 }
 
 func describeOrder(o order, exists bool) string {

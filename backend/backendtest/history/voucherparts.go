@@ -2,7 +2,6 @@ package history
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 
@@ -83,14 +82,32 @@ func proofs(list []*Op) map[string]int64 {
 // nothing, so it is left out too: what is left of a sale's flood of refusals is its retries of
 // orders granted.
 func orderParts(code string, spec Voucher, list []*Op) []*part {
+	ops, bounds := prune(list)
+	alone := spec
+	alone.TotalLimit = 0 // limitFailures checks it
+	var parts []*part
+	for _, group := range meeting(ops) {
+		p := &part{name: fmt.Sprintf("voucher %s %s", code, groupName(group))}
+		for _, op := range group {
+			p.ops = append(p.ops, op)
+			p.inputs = append(p.inputs, op)
+			p.bounds = append(p.bounds, bounds[op])
+		}
+		alone.model(p, 0)
+		parts = append(parts, p)
+	}
+	return parts
+}
+
+// prune returns the operations of list that can change a verdict, with the bounds of the
+// unknown outcomes kept.
+func prune(list []*Op) ([]*Op, map[*Op]int64) {
 	proven := proofs(list)
+	mine := func(op *Op) string { return orderKey(op) + "\x00" + op.Customer }
 	firstGrant := map[string]*Op{} // order and customer: the grant answered first
 	for _, op := range list {
-		if op.Kind == Reserve && op.Outcome == Ok {
-			k := orderKey(op) + "\x00" + op.Customer
-			if f := firstGrant[k]; f == nil || op.Complete < f.Complete {
-				firstGrant[k] = op
-			}
+		if f := firstGrant[mine(op)]; op.Kind == Reserve && op.Outcome == Ok && (f == nil || op.Complete < f.Complete) {
+			firstGrant[mine(op)] = op
 		}
 	}
 	bounds := map[*Op]int64{}
@@ -98,12 +115,11 @@ func orderParts(code string, spec Voucher, list []*Op) []*part {
 	grantable := map[string]bool{} // order and customer: a reservation that may have made the order the customer's
 	var kept []*Op
 	for _, op := range list {
-		k := orderKey(op)
-		switch f := firstGrant[k+"\x00"+op.Customer]; {
+		switch f := firstGrant[mine(op)]; {
 		case op.Kind == Close:
 			continue
 		case op.Kind == Reserve && op.Outcome == Ok:
-			grantable[k+"\x00"+op.Customer] = true
+			grantable[mine(op)] = true
 		case op.Kind == Reserve && !definitive(op) && f != nil:
 			// the order has one redemption: this attempt's, if any, is the one the first grant
 			// was answered from, made between this invocation and that completion
@@ -112,30 +128,33 @@ func orderParts(code string, spec Voucher, list []*Op) []*part {
 			}
 			continue
 		case op.Kind == Reserve && !definitive(op):
-			at, ok := proven[k]
+			at, ok := proven[orderKey(op)]
 			if !ok || at < op.Invoke {
 				continue
 			}
 			bounds[op] = at
-			grantable[k+"\x00"+op.Customer] = true
+			grantable[mine(op)] = true
 		}
 		kept = append(kept, op)
 	}
 	var ops []*Op
 	for _, op := range kept {
-		if op.Kind == Reserve && op.Outcome == Fail && op.Code != wire.CodeReservationReleased && !grantable[orderKey(op)+"\x00"+op.Customer] {
+		if op.Kind == Reserve && op.Outcome == Fail && op.Code != wire.CodeReservationReleased && !grantable[mine(op)] {
 			continue
 		}
 		if at, ok := invokes[op]; ok {
 			moved := *op
 			moved.Invoke = at
-			bounds[&moved] = bounds[op]
 			op = &moved
 		}
 		ops = append(ops, op)
 	}
+	return ops, bounds
+}
 
-	// Customers and orders that meet, by union-find over "c:" customer and "o:" order names.
+// meeting groups operations by the customers and orders that meet: union-find over customer
+// ("c:") and order ("o:") names, a reservation joining its customer and its order.
+func meeting(ops []*Op) [][]*Op {
 	parent := map[string]string{}
 	var find func(string) string
 	find = func(x string) string {
@@ -147,37 +166,25 @@ func orderParts(code string, spec Voucher, list []*Op) []*part {
 		parent[x] = x
 		return x
 	}
-	union := func(a, b string) { parent[find(a)] = find(b) }
 	for _, op := range ops {
 		find("o:" + orderKey(op))
 		if op.Kind == Reserve {
-			union("c:"+op.Customer, "o:"+orderKey(op))
+			parent[find("c:"+op.Customer)] = find("o:" + orderKey(op))
 		}
 	}
-	groups := map[string]*part{}
-	var roots []string
+	index := map[string]int{}
+	var groups [][]*Op
 	for _, op := range ops {
 		r := find("o:" + orderKey(op))
-		p := groups[r]
-		if p == nil {
-			p = &part{}
-			groups[r] = p
-			roots = append(roots, r)
+		i, ok := index[r]
+		if !ok {
+			i = len(groups)
+			index[r] = i
+			groups = append(groups, nil)
 		}
-		p.ops = append(p.ops, op)
-		p.inputs = append(p.inputs, op)
-		p.bounds = append(p.bounds, bounds[op])
+		groups[i] = append(groups[i], op)
 	}
-	alone := spec
-	alone.TotalLimit = 0 // limitFailures checks it
-	parts := make([]*part, 0, len(roots))
-	for _, r := range roots {
-		p := groups[r]
-		p.name = fmt.Sprintf("voucher %s %s", code, groupName(p.ops))
-		alone.model(p, 0)
-		parts = append(parts, p)
-	}
-	return parts
+	return groups
 }
 
 // model makes v the model of p, starting with held uses held by orders p does not show.
@@ -247,66 +254,95 @@ func groupName(ops []*Op) string {
 // whose every reservation that could have granted it was sent after the voucher's close had
 // been answered was granted on a closed voucher.
 func limitFailures(code string, spec Voucher, list []*Op) []Failure {
-	var fails []Failure
-	proven := proofs(list)
-	type event struct {
-		at    int64
-		delta int
-		order string
-		op    *Op
+	t := timesOf(list)
+	fails := t.closeFailures(code, spec, list)
+	if f := t.totalFailure(code, spec); f != nil {
+		fails = append(fails, *f)
 	}
-	releaseSent := map[string]int64{}
-	firstSent := map[string]int64{} // the earliest reservation that may have granted the order
-	provedBy := map[string]*Op{}
+	return fails
+}
+
+// orderTimes are the instants a voucher's orders certainly held a use between.
+type orderTimes struct {
+	proven      map[string]int64 // order -> the first answer proving it exists
+	provedBy    map[string]*Op   // that answer
+	releaseSent map[string]int64 // order -> its first release sent
+	firstSent   map[string]int64 // order -> its first reservation that may have granted it
+	orders      []string         // the proven orders, sorted
+}
+
+func timesOf(list []*Op) orderTimes {
+	t := orderTimes{proven: proofs(list), provedBy: map[string]*Op{}, releaseSent: map[string]int64{}, firstSent: map[string]int64{}}
+	earliest := func(m map[string]int64, k string, at int64) {
+		if old, ok := m[k]; !ok || at < old {
+			m[k] = at
+		}
+	}
 	for _, op := range list {
 		k := orderKey(op)
 		switch {
 		case op.Kind == Release:
-			if t, ok := releaseSent[k]; !ok || op.Invoke < t {
-				releaseSent[k] = op.Invoke
-			}
+			earliest(t.releaseSent, k, op.Invoke)
 		case op.Kind == Reserve && op.Outcome != Fail:
-			if t, ok := firstSent[k]; !ok || op.Invoke < t {
-				firstSent[k] = op.Invoke
-			}
+			earliest(t.firstSent, k, op.Invoke)
 		}
-		if exists(op) && op.Complete == proven[k] && provedBy[k] == nil {
-			provedBy[k] = op
+		if exists(op) && op.Complete == t.proven[k] && t.provedBy[k] == nil {
+			t.provedBy[k] = op
 		}
 	}
-	var closedAt int64 = math.MaxInt64
+	for k := range t.proven {
+		t.orders = append(t.orders, k)
+	}
+	sort.Strings(t.orders)
+	return t
+}
+
+// closeFailures rejects each order granted though every reservation of it was sent after the
+// voucher's close was answered.
+func (t orderTimes) closeFailures(code string, spec Voucher, list []*Op) []Failure {
 	var closer *Op
 	for _, op := range list {
-		if op.Kind == Close && op.Outcome != Fail && op.Complete < closedAt {
-			closedAt, closer = op.Complete, op
+		if op.Kind == Close && op.Outcome != Fail && (closer == nil || op.Complete < closer.Complete) {
+			closer = op
 		}
 	}
+	if closer == nil {
+		return nil
+	}
+	var fails []Failure
+	for _, k := range t.orders {
+		if sent, ok := t.firstSent[k]; ok && sent <= closer.Complete {
+			continue
+		}
+		f := Failure{Partition: "voucher " + code + " close", Culprit: *t.provedBy[k], Window: []Op{*closer, *t.provedBy[k]},
+			Reason: fmt.Sprintf("order %s was granted, and every reservation of it was sent after the voucher closed", k)}
+		f.part, f.prefix = spec.window(f.Partition, f.Window, 0)
+		fails = append(fails, f)
+	}
+	return fails
+}
 
-	var events []event
-	orders := make([]string, 0, len(proven))
-	for k := range proven {
-		orders = append(orders, k)
-	}
-	sort.Strings(orders)
-	for _, k := range orders {
-		at := proven[k]
-		if t, ok := firstSent[k]; closer != nil && (!ok || t > closedAt) {
-			f := Failure{Partition: "voucher " + code + " close", Culprit: *provedBy[k], Window: []Op{*closer, *provedBy[k]},
-				Reason: fmt.Sprintf("order %s was granted, and every reservation of it was sent after the voucher closed", k)}
-			f.part, f.prefix = spec.window(f.Partition, f.Window, 0)
-			fails = append(fails, f)
-		}
-		events = append(events, event{at: at, delta: 1, order: k, op: provedBy[k]})
-		if end, ok := releaseSent[k]; ok {
-			if end <= at {
-				events = events[:len(events)-1]
-				continue
-			}
-			events = append(events, event{at: end, delta: -1, order: k})
-		}
-	}
+// totalFailure rejects the first instant at which more orders than total_limit certainly
+// hold a use, if any.
+func (t orderTimes) totalFailure(code string, spec Voucher) *Failure {
 	if spec.TotalLimit <= 0 {
-		return fails
+		return nil
+	}
+	type event struct {
+		at    int64
+		delta int
+		order string
+	}
+	var events []event
+	for _, k := range t.orders {
+		at := t.proven[k]
+		end, released := t.releaseSent[k]
+		switch {
+		case !released:
+			events = append(events, event{at, 1, k})
+		case end > at:
+			events = append(events, event{at, 1, k}, event{end, -1, k})
+		}
 	}
 	// at an instant, releases before grants: only orders certainly holding a use at once count
 	sort.SliceStable(events, func(i, j int) bool {
@@ -321,26 +357,47 @@ func limitFailures(code string, spec Voucher, list []*Op) []Failure {
 			delete(holding, e.order)
 			continue
 		}
-		holding[e.order] = true
-		if len(holding) <= spec.TotalLimit {
+		if holding[e.order] = true; len(holding) <= spec.TotalLimit {
 			continue
 		}
-		f := Failure{Partition: "voucher " + code + " total limit", Culprit: *e.op,
+		f := &Failure{Partition: "voucher " + code + " total limit", Culprit: *t.provedBy[e.order],
 			Reason: fmt.Sprintf("%d orders certainly hold a use at once; total_limit is %d", len(holding), spec.TotalLimit)}
 		held := make([]string, 0, len(holding))
 		for k := range holding {
 			held = append(held, k)
 		}
-		sort.Slice(held, func(i, j int) bool { return proven[held[i]] > proven[held[j]] })
+		sort.Slice(held, func(i, j int) bool { return t.proven[held[i]] > t.proven[held[j]] })
 		// the latest proofs, in a window small enough for the visualization's search
 		for _, k := range held[:min(len(held), 12)] {
-			f.Window = append(f.Window, *provedBy[k])
+			f.Window = append(f.Window, *t.provedBy[k])
 		}
 		sort.Slice(f.Window, func(i, j int) bool { return f.Window[i].Complete < f.Window[j].Complete })
 		f.State = fmt.Sprintf("holding a use: %s", clip(strings.Join(held, " "), 600))
 		f.part, f.prefix = spec.window(f.Partition, f.Window, len(held)-len(f.Window))
-		fails = append(fails, f)
-		break
+		return f
 	}
-	return fails
+	return nil
+}
+
+// orderIDsAcrossVouchers rejects an orderId granted on two vouchers (D3: an orderId has at
+// most one redemption, ever), which no single voucher's partition can see.
+func orderIDsAcrossVouchers(ops []Op) []Failure {
+	first := map[string]*Op{}
+	var fs []Failure
+	for i := range ops {
+		op := &ops[i]
+		if op.Kind != Reserve || op.Outcome != Ok {
+			continue
+		}
+		k := orderKey(op)
+		f, ok := first[k]
+		switch {
+		case !ok:
+			first[k] = op
+		case f.Voucher != op.Voucher:
+			fs = append(fs, Failure{Partition: "orders", Culprit: *op, Window: []Op{*f, *op},
+				Reason: fmt.Sprintf("order %s was granted on voucher %s and on voucher %s", op.Order, f.Voucher, op.Voucher)})
+		}
+	}
+	return fs
 }
