@@ -6,16 +6,29 @@ export VG_ADMIN_TOKEN ?= dev-admin-token
 export VG_DEMO_VOUCHER ?= FLASH100
 
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults test-cluster services db vet bench bench-edge bench-sale rehearse help
+.PHONY: run test test-faults test-broken-build test-cluster services db vet bench bench-edge bench-sale rehearse help
 
 ## run: start PostgreSQL, Redis and NATS if needed, then the backend (8080) with a demo flash
 ## voucher and the edge in front of it (8081); Ctrl-C stops both
 run: services db
 	@bash scripts/run.sh
 
-## test: vet, then every test with the race detector against the servers on 127.0.0.1
+## test: vet, then every test with the race detector against the servers on 127.0.0.1, then
+## test-broken-build
 test: services vet
 	$(GO) test -race -count=1 -timeout 30m ./...
+	@$(MAKE) --no-print-directory test-broken-build
+
+## test-broken-build: prove the fault tests' history check can fail: build with the tag
+## vg_early201 (a flash winner is answered 201 before its row is written), run a PostgreSQL
+## fault test on it, and fail unless that test fails on its history being not linearizable
+test-broken-build: services
+	@out=$${TMPDIR:-/tmp}/vouchergate-broken-build.log; \
+	if $(GO) test -count=1 -tags vg_early201 -run '^TestPostgresDownMidSale$$/^killed$$' ./backend/faulttest/ >$$out 2>&1; then \
+		echo "test-broken-build: the broken build passed the fault test: the history check did not catch it ($$out)"; exit 1; fi; \
+	grep -m1 -A10 'history not linearizable' $$out || { tail -30 $$out; \
+		echo "test-broken-build: the fault test failed, but not on its history ($$out)"; exit 1; }; \
+	echo "test-broken-build: the history check rejected the broken build, as it must (whole output: $$out)"
 
 ## test-faults: only the fault tests (servers killed and restarted mid-sale), with the race detector
 test-faults: services

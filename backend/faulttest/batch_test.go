@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,9 +64,7 @@ func TestVoucherClosedMidSale(t *testing.T) {
 	s := startSale(storm("", 900, 5), 48, func(a attempt) outcome { return c.reserveOrder(code, a, patient) })
 	s.waitGranted(t, total/3)
 	s.running(t, "close the voucher")
-	if _, err := b.App.Pool.Exec(context.Background(), `UPDATE vouchers SET ends_at = now() WHERE code = $1`, code); err != nil {
-		t.Fatal(err)
-	}
+	closeMidSale(t, b.App.Pool, code)
 	outcomes := s.wait(t)
 	t.Logf("%s", tally(outcomes))
 	var decided []outcome

@@ -44,7 +44,7 @@ func (c *client) waitUnavailable(t *testing.T, before int64, n int64, what strin
 func newClient(t testing.TB, base string) *client {
 	tr := &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second, DisableCompression: true}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &client{hc: &http.Client{Transport: tr}, base: base}
+	return &client{hc: &http.Client{Transport: recorded(t, tr)}, base: base}
 }
 
 // answer is what one request got back; status 0 when no answer came (refused, reset, timed out).

@@ -11,6 +11,7 @@ import (
 
 	"vouchergate/backend/app"
 	"vouchergate/backend/backendtest"
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/shared/wire"
 	"vouchergate/testkit"
 )
@@ -30,6 +31,7 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 	a := backendtest.Start(t, cfg, app.WithClock(clock))
 	b := backendtest.Start(t, cfg, app.WithClock(clock))
 	clients := []*client{newClient(t, a.URL), newClient(t, b.URL)}
+	history.For(t).Skip("holds expire by the test's clock, which the voucher model does not know")
 	const code, total = "EXPIRY", 200
 	createFlash(t, a, code, total, 1)
 

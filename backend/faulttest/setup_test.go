@@ -95,6 +95,7 @@ func createFlash(t *testing.T, b *backendtest.Backend, code string, total, perUs
 	t.Helper()
 	b.CreateVoucher(t, backendtest.Voucher{Code: code, Discount: discount, TotalLimit: total,
 		PerUserLimit: perUser, FlashSale: true})
+	recordVoucher(t, code, total, perUser)
 }
 
 // finish ends a sale on an in-process backend: it reconciles once the grace period has passed

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/backend/quota"
 	"vouchergate/testkit"
 )
@@ -19,6 +20,10 @@ import (
 type failoverEnv struct {
 	cluster *testkit.RedisCluster
 	svc     *quota.Service
+	// rec records what the clients were told, checked for linearizability as the test ends;
+	// with async, whose answered writes are lost, a recorder of the test's own that must be
+	// rejected (wantRejected)
+	rec *history.Recorder
 }
 
 // startFailoverEnv starts the cluster and a service waiting for replicas acknowledgements
@@ -33,15 +38,19 @@ func startFailoverEnv(t *testing.T, replicas int) *failoverEnv {
 	cfg := e.cfg
 	cfg.Durability = quota.Durability{MinReplicas: replicas, Wait: 200 * time.Millisecond}
 	e.rule(t, 7, "USER", "ITEM:1001", 1000, calendar(t, quota.Day, "UTC"))
-	return &failoverEnv{cluster: cluster, svc: e.start(t, cfg)} // reads the rule at start
+	rec := history.For(t)
+	if replicas == 0 {
+		rec = history.NewRecorder() // answered writes are lost: the history must be rejected
+	}
+	return &failoverEnv{cluster: cluster, svc: e.start(t, cfg), rec: rec} // reads the rule at start
 }
 
 func (f *failoverEnv) deduct(key string) (quota.DeductResult, error) {
-	return f.svc.Deduct(context.Background(), 7, key, []quota.Item{item("USER", "u-1", 1, "ITEM:1001")})
+	return deductIn(f.rec, f.svc, 7, key, item("USER", "u-1", 1, "ITEM:1001"))
 }
 
 func (f *failoverEnv) rollback(key string) (quota.RollbackResult, error) {
-	return f.svc.Rollback(context.Background(), 7, key)
+	return rollbackIn(f.rec, f.svc, 7, key)
 }
 
 // used is u-1's counter, waiting out a cluster still electing its new master.
@@ -49,7 +58,7 @@ func (f *failoverEnv) used(t *testing.T) int64 {
 	t.Helper()
 	var cs []quota.Counter
 	err := eventually(10*time.Second, func() (err error) {
-		cs, err = f.svc.Usage(context.Background(), 7, "USER", "u-1", []string{"ITEM:1001"})
+		cs, err = usageIn(f.rec, f.svc, 7, "USER", "u-1", []string{"ITEM:1001"})
 		return err
 	})
 	if err != nil || len(cs) > 1 {
@@ -173,6 +182,9 @@ func TestQuotaClusterFailoverDurability(t *testing.T) {
 			if final != want {
 				t.Errorf("u-1 at %d after every idemKey was retried; want %d: each counted exactly once", final, want)
 			}
+			if tc.replicas == 0 {
+				wantRejected(t, f.rec, "deducts answered 200 lost in the failover")
+			}
 		})
 	}
 }
@@ -243,6 +255,9 @@ func TestQuotaClusterFailoverRollbackDurability(t *testing.T) {
 			}
 			if u := f.used(t); u != 1 {
 				t.Errorf("u-1 at %d at the end; want 1 (r-2): each deduct and rollback counted once", u)
+			}
+			if tc.replicas == 0 {
+				wantRejected(t, f.rec, "a rollback answered 200 lost in the failover")
 			}
 		})
 	}

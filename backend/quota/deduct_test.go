@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/backend/quota"
 )
 
@@ -19,13 +20,14 @@ func TestThreeADayTenAWeek(t *testing.T) {
 	day, week := calendar(t, quota.Day, tz), calendar(t, quota.Week, tz)
 	e.rule(t, 1, "USER", "ITEM:1001", 3, day)
 	e.rule(t, 1, "USER", "ITEM:1001", 10, week)
+	rec := history.For(t)
 
 	burst := func(round int) (ok int) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for i := range 50 {
 			wg.Go(func() {
-				_, err := e.deduct(1, fmt.Sprintf("order-%d-%d", round, i), item("USER", "12345", 1, "ITEM:1001"))
+				_, err := deductIn(rec, e.svc, 1, fmt.Sprintf("order-%d-%d", round, i), item("USER", "12345", 1, "ITEM:1001"))
 				mu.Lock()
 				defer mu.Unlock()
 				switch {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/backend/quota"
 )
 
@@ -24,13 +25,14 @@ func retriesCountOnce(t *testing.T, rdb redis.UniversalClient) {
 	e.rule(t, 1, "USER", "ITEM:*", 5, day)
 	e.rule(t, 1, "USER", "TYPE:GAME", 5, roll)
 	it := item("USER", "u", 2, "ITEM:1", "TYPE:GAME")
+	rec := history.For(t)
 
 	const n = 30
 	results := make([]quota.DeductResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { results[i], errs[i] = e.deduct(1, "order-1", it) })
+		wg.Go(func() { results[i], errs[i] = deductIn(rec, e.svc, 1, "order-1", it) })
 	}
 	wg.Wait()
 	if st := e.svc.Metrics(); st.Taken != n || st.Replayed != n-1 {
@@ -51,11 +53,11 @@ func retriesCountOnce(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("rolling counter %d after %d duplicates; want 2", got, n)
 	}
 	// a later retry, after others bought, still gets the first answer
-	if _, err := e.deduct(1, "order-2", item("USER", "u", 1, "ITEM:1", "TYPE:GAME")); err != nil {
+	if _, err := deductIn(rec, e.svc, 1, "order-2", item("USER", "u", 1, "ITEM:1", "TYPE:GAME")); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Minute)
-	again, err := e.deduct(1, "order-1", item("USER", "u", 2, "TYPE:GAME", "ITEM:1")) // dimensions reordered
+	again, err := deductIn(rec, e.svc, 1, "order-1", item("USER", "u", 2, "TYPE:GAME", "ITEM:1")) // dimensions reordered
 	if err != nil || !sameCounters(again, results[0]) {
 		t.Fatalf("late retry: %+v %v; want the first answer %+v", again, err, results[0])
 	}
@@ -65,7 +67,7 @@ func retriesCountOnce(t *testing.T, rdb redis.UniversalClient) {
 		}
 	}
 	// the same key with other items is refused and changes nothing
-	if _, err := e.deduct(1, "order-1", item("USER", "u", 1, "ITEM:1", "TYPE:GAME")); !errors.Is(err, quota.ErrIdemKeyReused) {
+	if _, err := deductIn(rec, e.svc, 1, "order-1", item("USER", "u", 1, "ITEM:1", "TYPE:GAME")); !errors.Is(err, quota.ErrIdemKeyReused) {
 		t.Fatalf("reuse with another amount: %v; want ErrIdemKeyReused", err)
 	}
 	if got := e.used(t, 1, "USER", "u", "ITEM:1", day); got != 3 {
@@ -97,10 +99,11 @@ func TestRollbackGivesBackOnce(t *testing.T) {
 	e.rule(t, 1, "USER", "ITEM:1", 10, roll)
 	e.rule(t, 1, "DEVICE", "*", 10, day)
 	items := []quota.Item{item("USER", "u", 3, "ITEM:1"), item("DEVICE", "d", 3, "ITEM:1")}
-	if _, err := e.deduct(1, "keep", items...); err != nil {
+	rec := history.For(t)
+	if _, err := deductIn(rec, e.svc, 1, "keep", items...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.deduct(1, "undo", items...); err != nil {
+	if _, err := deductIn(rec, e.svc, 1, "undo", items...); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -108,7 +111,7 @@ func TestRollbackGivesBackOnce(t *testing.T) {
 	var returned []quota.Returned
 	for range 10 {
 		wg.Go(func() {
-			r, err := e.svc.Rollback(t.Context(), 1, "undo")
+			r, err := rollbackIn(rec, e.svc, 1, "undo")
 			if err != nil {
 				t.Error(err)
 				return
@@ -139,19 +142,19 @@ func TestRollbackGivesBackOnce(t *testing.T) {
 	if st := e.svc.Metrics(); st.Rollbacks != 10 || st.GivenBack != 9 {
 		t.Fatalf("metrics %+v; want 10 rollbacks giving back 9", st)
 	}
-	r, err := e.svc.Rollback(t.Context(), 1, "undo")
+	r, err := rollbackIn(rec, e.svc, 1, "undo")
 	if err != nil || len(r.Returned) != 0 {
 		t.Fatalf("another rollback: %+v %v; want nothing returned", r, err)
 	}
 	// a late retry of the rolled-back deduct is refused, not counted
-	if _, err := e.deduct(1, "undo", items...); !errors.Is(err, quota.ErrRolledBack) {
+	if _, err := deductIn(rec, e.svc, 1, "undo", items...); !errors.Is(err, quota.ErrRolledBack) {
 		t.Fatalf("deduct after rollback: %v; want ErrRolledBack", err)
 	}
 	// an unknown key is a no-op, and a deduct arriving after it is refused too
-	if r, err := e.svc.Rollback(t.Context(), 1, "never"); err != nil || len(r.Returned) != 0 {
+	if r, err := rollbackIn(rec, e.svc, 1, "never"); err != nil || len(r.Returned) != 0 {
 		t.Fatalf("rollback of an unknown key: %+v %v", r, err)
 	}
-	if _, err := e.deduct(1, "never", items...); !errors.Is(err, quota.ErrRolledBack) {
+	if _, err := deductIn(rec, e.svc, 1, "never", items...); !errors.Is(err, quota.ErrRolledBack) {
 		t.Fatalf("deduct after its rollback: %v; want ErrRolledBack", err)
 	}
 	if got := e.used(t, 1, "USER", "u", "ITEM:1", day); got != 3 {
@@ -168,16 +171,17 @@ func TestRollbackRacingDeduct(t *testing.T) {
 			e.rule(t, 1, typ, "ITEM:1", 1000, day)
 		}
 		items := []quota.Item{item("USER", "u", 1, "ITEM:1"), item("DEVICE", "d", 1, "ITEM:1"), item("PHONE", "p", 1, "ITEM:1")}
+		rec := history.For(t)
 		for i := range 50 {
 			key := fmt.Sprintf("race-%d", i)
 			var wg sync.WaitGroup
 			wg.Go(func() {
-				if _, err := e.deduct(1, key, items...); err != nil && !errors.Is(err, quota.ErrRolledBack) {
+				if _, err := deductIn(rec, e.svc, 1, key, items...); err != nil && !errors.Is(err, quota.ErrRolledBack) {
 					t.Error(err)
 				}
 			})
 			wg.Go(func() {
-				if _, err := e.svc.Rollback(t.Context(), 1, key); err != nil {
+				if _, err := rollbackIn(rec, e.svc, 1, key); err != nil {
 					t.Error(err)
 				}
 			})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/backend/quota"
 	"vouchergate/testkit"
 )
@@ -45,6 +46,7 @@ func TestMultiIdentityConcurrent(t *testing.T) {
 			e.rule(t, 1, typ, "ITEM:1001", l, day)
 		}
 		ids := map[string][]string{"USER": {"u0", "u1", "u2", "u3"}, "DEVICE": {"d0", "d1"}, "PHONE": {"p0", "p1", "p2"}}
+		rec := history.For(t)
 
 		var mu sync.Mutex
 		granted := map[string]int64{} // "TYPE:id" -> amount granted
@@ -58,7 +60,7 @@ func TestMultiIdentityConcurrent(t *testing.T) {
 				items = append(items, item(typ, ids[typ][r.IntN(len(ids[typ]))], 1+r.Int64N(2), "ITEM:1001"))
 			}
 			wg.Go(func() {
-				_, err := e.deduct(1, fmt.Sprintf("o-%d", i), items...)
+				_, err := deductIn(rec, e.svc, 1, fmt.Sprintf("o-%d", i), items...)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {

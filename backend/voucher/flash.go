@@ -37,6 +37,9 @@ func (s *Service) reserveFlash(ctx context.Context, v Voucher, h Hold, try int) 
 			if res.Remaining == 0 {
 				s.notify.SoldOut(v.Code)
 			}
+			if early201 != nil {
+				return early201(s, ctx, v, h, holder)
+			}
 			return s.writeWinner(ctx, v, h, holder)
 		case GateOutOfStock:
 			s.counts.usesLeft.WithLabelValues(v.Code).Set(0)

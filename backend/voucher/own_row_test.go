@@ -45,8 +45,9 @@ func TestTwoCustomersWithOneOrderIDEachGetTheirOwnAnswer(t *testing.T) {
 			if err := e.store.CreateVoucher(ctx, v); err != nil {
 				t.Fatal(err)
 			}
+			recordSale(t, e, v)
 			for i := range pairs { // every A at its limit
-				if _, err := e.svc.Reserve(ctx, request(v.Code, fmt.Sprintf("a-%d", i), fmt.Sprintf("a-own-%d", i))); err != nil {
+				if _, err := recordedReserve(ctx, e, request(v.Code, fmt.Sprintf("a-%d", i), fmt.Sprintf("a-own-%d", i))); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -133,7 +134,7 @@ func reservePairs(e *env, code string, pairs int) [][2]pairAnswer {
 			go func() {
 				defer wg.Done()
 				start.Wait()
-				r, err := e.svc.Reserve(context.Background(), request(code, customer, fmt.Sprintf("shared-%d", i)))
+				r, err := recordedReserve(context.Background(), e, request(code, customer, fmt.Sprintf("shared-%d", i)))
 				answers[i][j] = pairAnswer{customer, r, err}
 			}()
 		}
@@ -151,7 +152,7 @@ func retryGrants(t *testing.T, e *env, code string, answers [][2]pairAnswer) {
 			if a.err != nil {
 				continue
 			}
-			again, err := e.svc.Reserve(context.Background(), request(code, a.customer, a.r.OrderID))
+			again, err := recordedReserve(context.Background(), e, request(code, a.customer, a.r.OrderID))
 			if err != nil || again.DiscountAmount != a.r.DiscountAmount || again.CustomerID != a.customer {
 				t.Errorf("retry of %s's granted %s: %+v %v; want the same 201", a.customer, a.r.OrderID, again, err)
 			}
@@ -307,6 +308,7 @@ func TestTerminatedConnectionsDuringSingleHoldBatches(t *testing.T) {
 	// alone, so batches carry one hold, mostly (three buyers alternate batches of one and two).
 	const buyers = 2
 	v := e.createFlash(t, "KILLS", orders, 1)
+	recordSale(t, e, v)
 	if err := e.svc.Warm(ctx, v.Code); err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +345,7 @@ func TestTerminatedConnectionsDuringSingleHoldBatches(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < orders; i += buyers {
-				r, err := e.svc.Reserve(ctx, request(v.Code, fmt.Sprintf("c-%d", i), fmt.Sprintf("o-%d", i)))
+				r, err := recordedReserve(ctx, e, request(v.Code, fmt.Sprintf("c-%d", i), fmt.Sprintf("o-%d", i)))
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -397,7 +399,7 @@ func TestTerminatedConnectionsDuringSingleHoldBatches(t *testing.T) {
 		}
 	}
 	for _, r := range granted {
-		again, err := e.svc.Reserve(ctx, request(v.Code, r.CustomerID, r.OrderID))
+		again, err := recordedReserve(ctx, e, request(v.Code, r.CustomerID, r.OrderID))
 		if err != nil || again.DiscountAmount != r.DiscountAmount || again.CustomerID != r.CustomerID {
 			t.Errorf("retry of granted %s: %+v %v", r.OrderID, again, err)
 		}

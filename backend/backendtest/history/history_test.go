@@ -1,0 +1,417 @@
+package history_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"vouchergate/backend/backendtest/history"
+)
+
+// ms is a time in the hand-made histories: milliseconds since the start.
+func ms(n int) int64 { return int64(n) * 1e6 }
+
+func reserve(id int, customer, order string, from, to int, outcome history.Outcome, discount int64) history.Op {
+	op := history.Op{ID: id, Kind: history.Reserve, Voucher: "V", Customer: customer, Order: order, Amount: 1000,
+		Invoke: ms(from), Complete: ms(to), Outcome: outcome}
+	switch outcome {
+	case history.Ok:
+		op.Status, op.Discount = 201, discount
+	case history.Fail:
+		op.Status, op.Code = 409, "OUT_OF_STOCK"
+	case history.Info:
+		op.Code = "no answer"
+	}
+	return op
+}
+
+func onOrder(kind history.Kind, id int, order string, from, to int, outcome history.Outcome, code string) history.Op {
+	return history.Op{ID: id, Kind: kind, Voucher: "V", Order: order, Invoke: ms(from), Complete: ms(to), Outcome: outcome, Code: code}
+}
+
+var twoUses = map[string]history.Voucher{"V": {TotalLimit: 2, PerUserLimit: 1, Discount: 100}}
+
+// The models accept what the system may do, and reject each wrong answer the fault tests
+// could not see in the stores: the table's rejected histories are the checker failing.
+func TestVoucherHistories(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ops      []history.Op
+		vouchers map[string]history.Voucher
+		reject   string // a part of the reason; "" for a linearizable history
+	}{
+		{"a sale that sells out", []history.Op{
+			reserve(0, "a", "o1", 0, 10, history.Ok, 100),
+			reserve(1, "b", "o2", 2, 12, history.Ok, 100),
+			reserve(2, "c", "o3", 3, 11, history.Fail, 0),
+			reserve(3, "a", "o1", 20, 21, history.Ok, 100), // a retry gets its grant again
+		}, twoUses, ""},
+		{"over-allocation", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			reserve(1, "b", "o2", 2, 3, history.Ok, 100),
+			reserve(2, "c", "o3", 4, 5, history.Ok, 100),
+		}, twoUses, "3 orders certainly hold a use at once; total_limit is 2"},
+		{"over-allocation among concurrent grants", []history.Op{
+			reserve(0, "a", "o1", 0, 10, history.Ok, 100),
+			reserve(1, "b", "o2", 1, 10, history.Ok, 100),
+			reserve(2, "c", "o3", 2, 10, history.Ok, 100),
+		}, twoUses, "total_limit is 2"},
+		{"a grant beyond the customer's limit", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			reserve(1, "a", "o2", 2, 3, history.Ok, 100),
+		}, twoUses, "holds 1 of 1"},
+		{"a retry answered another discount", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			reserve(1, "a", "o1", 2, 3, history.Ok, 50),
+		}, nil, "its retry got 50"},
+		{"a retry of a granted order refused", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			reserve(1, "a", "o1", 2, 3, history.Fail, 0),
+		}, twoUses, "its retry was refused"},
+		{"a retry refused while the first attempt is still writing", []history.Op{
+			reserve(0, "a", "o1", 0, 10, history.Ok, 100),
+			reserve(1, "a", "o1", 2, 3, history.Fail, 0),
+		}, twoUses, ""},
+		{"a retry refused after many unknown outcomes and a grant", func() []history.Op {
+			var ops []history.Op
+			for i := range 25 {
+				ops = append(ops, reserve(i, "a", "o1", 2*i, 2*i+1, history.Info, 0))
+			}
+			return append(ops, reserve(25, "a", "o1", 50, 60, history.Ok, 100), reserve(26, "a", "o1", 61, 62, history.Fail, 0))
+		}(), twoUses, "its retry was refused"},
+		{"two customers granted one order", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			reserve(1, "b", "o1", 2, 3, history.Ok, 100),
+		}, nil, "is a's; granted to b"},
+		{"two customers granted one order at once", []history.Op{
+			reserve(0, "a", "o1", 0, 10, history.Ok, 100),
+			reserve(1, "b", "o1", 1, 9, history.Ok, 100),
+		}, nil, "granted to"},
+		{"one orderId in two shoppers' own scopes", []history.Op{
+			func() history.Op { o := reserve(0, "a", "o1", 0, 1, history.Ok, 100); o.Shopper = true; return o }(),
+			func() history.Op { o := reserve(1, "b", "o1", 2, 3, history.Ok, 100); o.Shopper = true; return o }(),
+		}, twoUses, ""},
+		{"a grant answered as another customer's", []history.Op{
+			func() history.Op { o := reserve(0, "a", "o1", 0, 1, history.Ok, 100); o.Holder = "b"; return o }(),
+		}, nil, "answered as b's"},
+		{"an unknown outcome that took the last use", []history.Op{
+			reserve(0, "a", "o1", 0, 5, history.Info, 0),
+			reserve(1, "b", "o2", 1, 2, history.Ok, 100),
+			reserve(2, "c", "o3", 6, 7, history.Fail, 0),
+			reserve(3, "a", "o1", 8, 9, history.Ok, 100),
+		}, twoUses, ""},
+		{"an unknown outcome that did not take effect", []history.Op{
+			reserve(0, "a", "o1", 0, 5, history.Info, 0),
+			reserve(1, "b", "o2", 6, 7, history.Ok, 100),
+			reserve(2, "c", "o3", 8, 9, history.Ok, 100),
+		}, twoUses, ""},
+		{"a released order granted again", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			onOrder(history.Release, 1, "o1", 2, 3, history.Ok, ""),
+			reserve(2, "a", "o1", 4, 5, history.Ok, 100),
+		}, twoUses, "was released"},
+		{"a release gives a use back", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			reserve(1, "b", "o2", 0, 1, history.Ok, 100),
+			onOrder(history.Release, 2, "o1", 2, 3, history.Ok, ""),
+			reserve(3, "c", "o3", 4, 5, history.Ok, 100),
+			func() history.Op {
+				o := reserve(4, "a", "o1", 6, 7, history.Fail, 0)
+				o.Code = "RESERVATION_RELEASED"
+				return o
+			}(),
+		}, twoUses, ""},
+		{"a released order confirmed", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			onOrder(history.Release, 1, "o1", 2, 3, history.Ok, ""),
+			onOrder(history.Confirm, 2, "o1", 4, 5, history.Ok, ""),
+		}, nil, "confirmed, but it is RELEASED"},
+		{"a confirmed order released", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			onOrder(history.Confirm, 1, "o1", 2, 3, history.Ok, ""),
+			onOrder(history.Release, 2, "o1", 4, 5, history.Ok, ""),
+		}, nil, "released, but it is CONFIRMED"},
+		{"a grant after the voucher closed", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			onOrder(history.Close, 1, "", 2, 3, history.Ok, ""),
+			reserve(2, "a", "o1", 4, 5, history.Ok, 100), // a granted order keeps its grant
+			reserve(3, "b", "o2", 4, 5, history.Ok, 100),
+		}, twoUses, "after the voucher closed"},
+		{"one orderId granted on two vouchers", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			func() history.Op { o := reserve(1, "a", "o1", 2, 3, history.Ok, 100); o.Voucher = "W"; return o }(),
+		}, nil, "on voucher V and on voucher W"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := history.Check(tc.ops, tc.vouchers)
+			report := res.Report("")
+			switch {
+			case tc.reject == "" && !res.Linearizable():
+				t.Fatalf("rejected a linearizable history:\n%s", report)
+			case tc.reject != "" && res.Linearizable():
+				t.Fatalf("accepted a history that is not linearizable (%s)", tc.reject)
+			case tc.reject != "" && !strings.Contains(report, tc.reject):
+				t.Fatalf("rejected, but the report does not say %q:\n%s", tc.reject, report)
+			}
+			if !res.Linearizable() {
+				t.Logf("%s", report)
+			}
+		})
+	}
+}
+
+func deduct(id int, key string, from, to int, outcome history.Outcome, amount, used int64, identities ...string) history.Op {
+	op := history.Op{ID: id, Kind: history.Deduct, Biz: 1, IdemKey: key, Invoke: ms(from), Complete: ms(to), Outcome: outcome}
+	for _, ident := range identities {
+		typ, who, _ := strings.Cut(ident, ":")
+		op.Items = append(op.Items, history.Item{Type: typ, Identity: who, Dimensions: []string{"ITEM:1"}, Amount: amount})
+		if outcome == history.Ok {
+			op.Counters = append(op.Counters, history.Counter{Type: typ, Identity: who, Dimension: "ITEM:1",
+				Window: "DAY/UTC", Period: "20250303", Used: used, Limit: 3})
+		}
+	}
+	switch outcome {
+	case history.Fail:
+		op.Code = "QUOTA_EXCEEDED"
+	case history.Info:
+		op.Code = "UNAVAILABLE"
+	}
+	return op
+}
+
+func rollback(id int, key string, from, to int, gaveBack int64, identities ...string) history.Op {
+	op := history.Op{ID: id, Kind: history.Rollback, Biz: 1, IdemKey: key, Invoke: ms(from), Complete: ms(to), Outcome: history.Ok}
+	if gaveBack > 0 {
+		for _, ident := range identities {
+			typ, who, _ := strings.Cut(ident, ":")
+			op.Returned = append(op.Returned, history.Counter{Type: typ, Identity: who, Dimension: "ITEM:1", Window: "DAY/UTC", Used: gaveBack})
+		}
+	}
+	return op
+}
+
+func usage(id int, from, to int, used int64) history.Op {
+	return history.Op{ID: id, Kind: history.Usage, Biz: 1, Identity: "USER:u", Invoke: ms(from), Complete: ms(to), Outcome: history.Ok,
+		Counters: []history.Counter{{Type: "USER", Identity: "u", Dimension: "ITEM:1", Window: "DAY/UTC", Period: "20250303", Used: used, Limit: 3}}}
+}
+
+func TestQuotaHistories(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ops    []history.Op
+		reject string
+	}{
+		{"concurrent deducts up to the limit", []history.Op{
+			deduct(0, "k1", 0, 10, history.Ok, 1, 2, "USER:u"),
+			deduct(1, "k2", 1, 9, history.Ok, 1, 1, "USER:u"),
+			deduct(2, "k3", 2, 11, history.Ok, 1, 3, "USER:u"),
+			deduct(3, "k4", 3, 12, history.Fail, 1, 0, "USER:u"),
+			usage(4, 20, 21, 3),
+		}, ""},
+		{"a deduct counted twice", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 1, 1, "USER:u"),
+			deduct(1, "k1", 2, 3, history.Ok, 1, 2, "USER:u"),
+		}, "its retry got"},
+		{"a deduct counted twice, seen by a read", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 1, 1, "USER:u"),
+			deduct(1, "k1", 2, 3, history.Ok, 1, 1, "USER:u"),
+			usage(2, 4, 5, 2),
+		}, "usage read 2"},
+		{"retries of one idemKey at once, one count", []history.Op{
+			deduct(0, "k1", 0, 10, history.Ok, 2, 2, "USER:u"),
+			deduct(1, "k1", 1, 9, history.Ok, 2, 2, "USER:u"),
+			deduct(2, "k1", 2, 11, history.Ok, 2, 2, "USER:u"),
+			usage(3, 12, 13, 2),
+		}, ""},
+		{"a deduct over the limit", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 2, 2, "USER:u"),
+			deduct(1, "k2", 2, 3, history.Ok, 2, 4, "USER:u"),
+		}, "held 2 of 3"},
+		{"a granted deduct's retry refused", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 1, 1, "USER:u"),
+			deduct(1, "k1", 2, 3, history.Fail, 1, 0, "USER:u"),
+		}, "its retry was refused"},
+		{"an unknown outcome replayed by its retry", []history.Op{
+			deduct(0, "k1", 0, 5, history.Info, 1, 0, "USER:u"),
+			deduct(1, "k2", 1, 2, history.Ok, 1, 1, "USER:u"),
+			deduct(2, "k1", 6, 7, history.Ok, 1, 2, "USER:u"),
+			usage(3, 8, 9, 2),
+		}, ""},
+		{"a rollback gives back once", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 2, 2, "USER:u"),
+			rollback(1, "k1", 2, 10, 2, "USER:u"),
+			rollback(2, "k1", 3, 9, 0, "USER:u"),
+			usage(3, 11, 12, 0),
+		}, ""},
+		{"a rollback given back twice", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 2, 2, "USER:u"),
+			rollback(1, "k1", 2, 3, 2, "USER:u"),
+			rollback(2, "k1", 4, 5, 2, "USER:u"),
+		}, "counts nothing here"},
+		{"a deduct granted after its rollback", []history.Op{
+			rollback(0, "k1", 0, 1, 0, "USER:u"),
+			deduct(1, "k1", 2, 3, history.Ok, 1, 1, "USER:u"),
+		}, "was rolled back"},
+		{"a rollback racing its deduct gives back the steps it held", []history.Op{
+			deduct(0, "k1", 0, 10, history.Fail, 1, 0, "USER:u", "PHONE:p"),
+			rollback(1, "k1", 2, 8, 1, "USER:u"),
+			usage(2, 11, 12, 0),
+		}, ""},
+		{"a rollback giving back what no deduct held", []history.Op{
+			deduct(0, "k1", 0, 1, history.Fail, 1, 0, "USER:u", "PHONE:p"),
+			rollback(1, "k1", 2, 3, 1, "USER:u"),
+		}, "counts nothing here"},
+		{"a request of two identities refused at the second", []history.Op{
+			deduct(0, "full", 0, 1, history.Ok, 3, 3, "PHONE:p"),
+			deduct(1, "k1", 2, 10, history.Fail, 1, 0, "USER:u", "PHONE:p"),
+			deduct(2, "k2", 3, 4, history.Ok, 1, 2, "USER:u"), // saw k1's step held on USER
+			usage(3, 11, 12, 1),
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := history.Check(tc.ops, nil)
+			report := res.Report("")
+			switch {
+			case tc.reject == "" && !res.Linearizable():
+				t.Fatalf("rejected a linearizable history:\n%s", report)
+			case tc.reject != "" && res.Linearizable():
+				t.Fatalf("accepted a history that is not linearizable (%s)", tc.reject)
+			case tc.reject != "" && !strings.Contains(report, tc.reject):
+				t.Fatalf("rejected, but the report does not say %q:\n%s", tc.reject, report)
+			}
+			if !res.Linearizable() {
+				t.Logf("%s", report)
+			}
+		})
+	}
+}
+
+// The smallest failing window ends with the first answer no order explains, however long the
+// history goes on after it, and a recorder's calls make the history the checker reads.
+func TestSmallestFailingWindow(t *testing.T) {
+	r := history.NewRecorder()
+	r.Voucher("V", history.Voucher{TotalLimit: 5, PerUserLimit: 1, Discount: 100})
+	grant := func(customer, order string) {
+		c := r.Begin(history.Op{Kind: history.Reserve, Voucher: "V", Customer: customer, Order: order})
+		c.Op.Status, c.Op.Discount = 201, 100
+		c.Ok()
+	}
+	for i := range 5 {
+		grant(fmt.Sprint("c", i), fmt.Sprint("o", i))
+	}
+	grant("late", "o-late") // the sixth use of five
+	for i := range 20 {
+		c := r.Begin(history.Op{Kind: history.Reserve, Voucher: "V", Customer: fmt.Sprint("c", i), Order: fmt.Sprint("o", i)})
+		if i < 5 {
+			c.Op.Status, c.Op.Discount = 201, 100
+			c.Ok()
+		} else {
+			c.Fail("OUT_OF_STOCK")
+		}
+	}
+	r.Begin(history.Op{Kind: history.Reserve, Voucher: "V", Customer: "gone", Order: "o-gone"}) // never ends
+
+	res := r.Check()
+	if res.Linearizable() || len(res.Failures) != 1 {
+		t.Fatalf("want one rejected partition:\n%s", res.Report(""))
+	}
+	f := res.Failures[0]
+	if f.Culprit.Order != "o-late" || !strings.Contains(f.Reason, "6 orders certainly hold a use at once") {
+		t.Errorf("culprit %+v because %q; want o-late's grant, all uses taken", f.Culprit, f.Reason)
+	}
+	for _, op := range f.Window {
+		if op.ID > f.Culprit.ID {
+			t.Errorf("the window holds %+v, invoked after the culprit completed", op)
+		}
+	}
+	t.Logf("%s", f)
+
+	var html strings.Builder
+	if err := f.Visualize(&html); err != nil || !strings.Contains(html.String(), "<html") {
+		t.Errorf("visualization: %v (%d bytes)", err, html.Len())
+	}
+}
+
+// spy is a test that records its failures instead of failing.
+type spy struct {
+	testing.TB
+	name    string
+	errs    []string
+	cleanup []func()
+}
+
+// Unknown outcomes lost in a failover and counted anew by their retries, with reads between:
+// each retry's answer tells where its unknown outcome could have counted, so the search stays
+// small however many there are.
+func TestManyUnknownOutcomesRetriedAreQuickToCheck(t *testing.T) {
+	var ops []history.Op
+	id := 0
+	add := func(op history.Op) { op.ID = id; id++; ops = append(ops, op) }
+	add(deduct(0, "before", 0, 1, history.Ok, 1, 1, "USER:u"))
+	for i := range 30 {
+		add(deduct(0, fmt.Sprint("k", i), 2+i, 3+i, history.Info, 1, 0, "USER:u"))
+	}
+	add(usage(0, 100, 101, 1))
+	for i := range 30 {
+		op := deduct(0, fmt.Sprint("k", i), 200+2*i, 201+2*i, history.Ok, 1, int64(2+i), "USER:u")
+		op.Counters[0].Limit = 1000
+		add(op)
+	}
+	add(usage(0, 300, 301, 31))
+	for i := range ops {
+		for j := range ops[i].Counters {
+			ops[i].Counters[j].Limit = 1000
+		}
+	}
+	res := history.Check(ops, nil)
+	if !res.Linearizable() || len(res.Undecided) > 0 {
+		t.Fatalf("rejected or undecided (%v):\n%s", res.Undecided, res.Report(""))
+	}
+	t.Logf("%d operations checked in %s", res.Ops, res.Took)
+}
+
+func (s *spy) Name() string                 { return s.name }
+func (s *spy) Helper()                      {}
+func (s *spy) Failed() bool                 { return len(s.errs) > 0 }
+func (s *spy) Errorf(f string, args ...any) { s.errs = append(s.errs, fmt.Sprintf(f, args...)) }
+func (s *spy) Logf(f string, args ...any)   { s.TB.Logf(f, args...) }
+func (s *spy) Cleanup(f func())             { s.cleanup = append(s.cleanup, f) }
+func (s *spy) end() {
+	for _, f := range s.cleanup {
+		f()
+	}
+}
+
+// A test whose history is rejected fails with the report, and its history is kept as JSON
+// lines beside the view of the rejected partition; the same recorder serves every call of For.
+func TestForFailsTheTestAndKeepsTheHistory(t *testing.T) {
+	s := &spy{TB: t, name: t.Name() + "/broken sale"}
+	r := history.For(s)
+	if history.For(s) != r {
+		t.Fatal("For returned a second recorder for one test")
+	}
+	for _, customer := range []string{"a", "b"} { // one order, two customers
+		c := r.Begin(history.Op{Kind: history.Reserve, Voucher: "V", Customer: customer, Order: "o1"})
+		c.Op.Status, c.Op.Discount = 201, 100
+		c.Ok()
+	}
+	s.end()
+	if len(s.errs) != 1 || !strings.Contains(s.errs[0], "history not linearizable") {
+		t.Fatalf("the test failed with %q; want the checker's report", s.errs)
+	}
+	dir := history.Dir(s.name)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	raw, err := os.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil || strings.Count(string(raw), "\n") != 2 || !strings.Contains(string(raw), `"customer":"b"`) {
+		t.Errorf("history.jsonl: %q %v; want the voucher and both operations", raw, err)
+	}
+	views, _ := filepath.Glob(filepath.Join(dir, "voucher_V_*.html"))
+	if len(views) != 1 {
+		t.Errorf("views of the rejected partition: %v; want one", views)
+	}
+	if !strings.Contains(s.errs[0], dir) {
+		t.Errorf("the report does not name %s:\n%s", dir, s.errs[0])
+	}
+}

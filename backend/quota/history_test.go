@@ -1,0 +1,106 @@
+package quota_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"vouchergate/backend/backendtest/history"
+	"vouchergate/backend/quota"
+	"vouchergate/shared/wire"
+)
+
+// A concurrency test's deducts, rollbacks and usage reads are recorded in its history
+// (history.For(t), or a recorder of its own), checked against the quota model: each
+// identity's counters, its idemKeys counted once and rolled back once.
+
+// deductIn is svc.Deduct recorded in rec.
+func deductIn(rec *history.Recorder, svc *quota.Service, biz int64, key string, items ...quota.Item) (quota.DeductResult, error) {
+	op := history.Op{Kind: history.Deduct, Biz: biz, IdemKey: key}
+	for _, it := range items {
+		op.Items = append(op.Items, history.Item{Type: it.IdentityType, Identity: it.Identity, Dimensions: it.Dimensions, Amount: it.Amount})
+	}
+	c := rec.Begin(op)
+	res, err := svc.Deduct(context.Background(), biz, key, items)
+	if err == nil {
+		c.Op.Counters = counters(res.Counters)
+		c.Ok()
+		return res, nil
+	}
+	end(c, err)
+	return res, err
+}
+
+// rollbackIn is svc.Rollback recorded in rec.
+func rollbackIn(rec *history.Recorder, svc *quota.Service, biz int64, key string) (quota.RollbackResult, error) {
+	c := rec.Begin(history.Op{Kind: history.Rollback, Biz: biz, IdemKey: key})
+	res, err := svc.Rollback(context.Background(), biz, key)
+	if err == nil {
+		for _, r := range res.Returned {
+			c.Op.Returned = append(c.Op.Returned, history.Counter{Type: r.IdentityType, Identity: r.Identity,
+				Dimension: r.Dimension, Window: r.Window.ID(), Used: r.Amount})
+		}
+		c.Ok()
+		return res, nil
+	}
+	end(c, err)
+	return res, err
+}
+
+// usageIn is svc.Usage recorded in rec.
+func usageIn(rec *history.Recorder, svc *quota.Service, biz int64, typ, identity string, dims []string) ([]quota.Counter, error) {
+	c := rec.Begin(history.Op{Kind: history.Usage, Biz: biz, Identity: typ + ":" + identity})
+	cs, err := svc.Usage(context.Background(), biz, typ, identity, dims)
+	if err == nil {
+		c.Op.Counters = counters(cs)
+		c.Ok()
+		return cs, nil
+	}
+	end(c, err)
+	return cs, err
+}
+
+// end ends a call that failed: refused (nothing was done) or unknown.
+func end(c *history.Call, err error) {
+	switch {
+	case errors.Is(err, quota.ErrUnavailable):
+		c.Info(err.Error())
+	case errors.Is(err, quota.ErrQuotaExceeded):
+		c.Fail(wire.CodeQuotaExceeded)
+	case errors.Is(err, quota.ErrRolledBack):
+		c.Fail(wire.CodeQuotaRolledBack)
+	case errors.Is(err, quota.ErrIdemKeyReused):
+		c.Fail(wire.CodeIdemKeyReused)
+	case errors.Is(err, quota.ErrInvalid):
+		c.Fail(wire.CodeBadRequest)
+	default:
+		c.Info(err.Error())
+	}
+}
+
+// counters converts counters for the history: a calendar or fixed counter is named by its
+// period's end, a rolling window's has one counter.
+func counters(cs []quota.Counter) []history.Counter {
+	out := make([]history.Counter, len(cs))
+	for i, c := range cs {
+		out[i] = history.Counter{Type: c.IdentityType, Identity: c.Identity, Dimension: c.Dimension,
+			Window: c.Window.ID(), Used: c.Used, Limit: c.Limit}
+		if c.Window.Type != quota.Rolling {
+			out[i].Period = c.ResetsAt.UTC().Format(time.RFC3339)
+		}
+	}
+	return out
+}
+
+// wantRejected fails t unless the checker rejects rec's history, which lost what it says, and
+// logs what the checker found: the harness bites, and so does the checker.
+func wantRejected(t *testing.T, rec *history.Recorder, lost string) {
+	t.Helper()
+	res := rec.Check()
+	if res.Linearizable() {
+		t.Errorf("the checker accepted a history with %s", lost)
+		return
+	}
+	t.Logf("the checker rejects the history with %s, as it must:\n%s", lost, res.Report(""))
+}
