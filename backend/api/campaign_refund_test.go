@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"vouchergate/backend/backendtest"
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/shared/wire"
 )
 
@@ -30,13 +31,18 @@ func refund(t *testing.T, b *backendtest.Backend, code, order string) (int, stri
 // refunded 4 times, alternating backends, while 240 new orders storm both. Every refund answers
 // 200 REFUNDED, each use comes back exactly once (the sale then sells exactly the 40 uses
 // refunded, used_count is the active rows, Redis's remaining + held = the limit), and each
-// refunded customer's slot is free again.
+// refunded customer's slot is free again. What every client was told is checked against the
+// voucher model (history): no refund's use given twice, no refunded order granted again.
 func TestRefundsRacingReservationsOnTwoBackends(t *testing.T) {
 	forBothPaths(t, func(t *testing.T, flash bool) {
 		cfg := backendtest.Config(t)
 		b1, b2 := backendtest.Start(t, cfg), backendtest.Start(t, cfg)
 		bs := []*backendtest.Backend{b1, b2}
 		b1.CreateVoucher(t, backendtest.Voucher{Code: "REFUND", Discount: 10, TotalLimit: 40, FlashSale: flash})
+		rec := history.For(t)
+		rec.Voucher("REFUND", history.Voucher{TotalLimit: 40, PerUserLimit: 1, Discount: 10})
+		b1.Record(rec)
+		b2.Record(rec)
 		first := runSale(t, bs, "REFUND", "paid", 40, 8, 0, nil)
 		if len(first.granted) != 40 {
 			t.Fatalf("%d of 40 granted before the refunds", len(first.granted))

@@ -17,6 +17,7 @@ import (
 
 	"vouchergate/backend/apikeys"
 	"vouchergate/backend/app"
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/shared/config"
 	"vouchergate/shared/events"
 	"vouchergate/testkit"
@@ -33,6 +34,7 @@ type Backend struct {
 	App    *app.App
 	Config config.Backend
 	client *fasthttp.Client
+	rec    *history.Recorder // Record's; nil: nothing recorded
 }
 
 // Config returns settings isolated for one test: a fresh database, key prefix and subject
@@ -157,10 +159,13 @@ func (b *Backend) do(t testing.TB, method, path string, body any, edit func(*fas
 	if edit != nil {
 		edit(req)
 	}
+	call := b.recordBegin(req)
 	if err := b.client.DoTimeout(req, resp, 60*time.Second); err != nil {
+		recordEnd(call, 0, nil, err)
 		t.Errorf("%s %s: %v", method, path, err)
 		return 0, nil
 	}
+	recordEnd(call, resp.StatusCode(), resp.Body(), nil)
 	if hdr != nil {
 		resp.Header.CopyTo(hdr)
 	}

@@ -28,6 +28,7 @@ const (
 	Reserve Kind = "reserve" // POST /vouchers/{code}/reservations
 	Confirm Kind = "confirm" // POST /vouchers/{code}/reservations/{orderId}/confirm
 	Release Kind = "release" // DELETE /vouchers/{code}/reservations/{orderId}
+	Refund  Kind = "refund"  // POST /vouchers/{code}/reservations/{orderId}/refund
 	Close   Kind = "close"   // an operator ends the voucher's period: no new order is granted after it
 
 	Deduct   Kind = "deduct"   // POST /quotas/deduct

@@ -139,6 +139,38 @@ func TestVoucherHistories(t *testing.T) {
 			reserve(2, "a", "o1", 4, 5, history.Ok, 100), // a granted order keeps its grant
 			reserve(3, "b", "o2", 4, 5, history.Ok, 100),
 		}, twoUses, "after the voucher closed"},
+		{"a refund gives the use back: the next customer is granted it", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			reserve(1, "b", "o2", 2, 3, history.Ok, 100),
+			onOrder(history.Confirm, 2, "o1", 4, 5, history.Ok, ""),
+			onOrder(history.Refund, 3, "o1", 6, 7, history.Ok, ""),
+			onOrder(history.Refund, 4, "o1", 8, 9, history.Ok, ""), // again: the same
+			reserve(5, "c", "o3", 10, 11, history.Ok, 100),
+			reserve(6, "a", "o1", 12, 13, history.Fail, 0), // a refunded order is not granted again
+		}, twoUses, ""},
+		{"a refunded order granted again", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			onOrder(history.Confirm, 1, "o1", 2, 3, history.Ok, ""),
+			onOrder(history.Refund, 2, "o1", 4, 5, history.Ok, ""),
+			reserve(3, "a", "o1", 6, 7, history.Ok, 100),
+		}, twoUses, "was refunded"},
+		{"a reservation refunded before it was confirmed", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			onOrder(history.Refund, 1, "o1", 2, 3, history.Ok, ""),
+		}, twoUses, "refunded, but it is RESERVED"},
+		{"a refund's use given twice: over-allocation after it", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			reserve(1, "b", "o2", 2, 3, history.Ok, 100),
+			onOrder(history.Confirm, 2, "o1", 4, 5, history.Ok, ""),
+			onOrder(history.Refund, 3, "o1", 6, 7, history.Ok, ""),
+			reserve(4, "c", "o3", 8, 9, history.Ok, 100),
+			reserve(5, "d", "o4", 10, 11, history.Ok, 100),
+		}, twoUses, "total_limit is 2"},
+		{"a released order refunded", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			onOrder(history.Release, 1, "o1", 2, 3, history.Ok, ""),
+			onOrder(history.Refund, 2, "o1", 4, 5, history.Ok, ""),
+		}, twoUses, "refunded, but it is RELEASED"},
 		{"one orderId granted on two vouchers", []history.Op{
 			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
 			func() history.Op { o := reserve(1, "a", "o1", 2, 3, history.Ok, 100); o.Voucher = "W"; return o }(),

@@ -10,7 +10,8 @@ import (
 )
 
 // The voucher model is one voucher as a sequential object: a set of orders, each RESERVED,
-// CONFIRMED or RELEASED for one customer with the discount it was granted. A reservation of a
+// CONFIRMED, RELEASED or REFUNDED for one customer with the discount it was granted; a released
+// or refunded order holds no use. A reservation of a
 // new order is granted only while the voucher is open, its active orders are fewer than its
 // total limit and the customer's fewer than the per-customer limit; an order, once reserved, is
 // its customer's for good: a retry gets the same grant (the same discount), a released order is
@@ -24,7 +25,11 @@ const (
 	reserved  = 'R'
 	confirmed = 'C'
 	released  = 'X'
+	refunded  = 'F'
 )
+
+// holds reports whether an order of status holds one of the voucher's uses.
+func holds(status byte) bool { return status == reserved || status == confirmed }
 
 // unanswered is the discount of an order an unknown outcome reserved: the first grant
 // answered for it sets it.
@@ -66,14 +71,14 @@ func orderHash(key string, o order) uint64 {
 func (s *voucherState) set(key string, o order) {
 	if old, ok := s.orders[key]; ok {
 		s.hash ^= orderHash(key, old)
-		if old.status != released {
+		if holds(old.status) {
 			s.used--
 			s.active[old.customer]--
 		}
 	}
 	s.orders[key] = o
 	s.hash ^= orderHash(key, o)
-	if o.status != released {
+	if holds(o.status) {
 		s.used++
 		s.active[o.customer]++
 	}
@@ -120,6 +125,8 @@ func (v Voucher) step(s *voucherState, op *Op) (*voucherState, string) {
 		return confirm(s, op, key, o, exists)
 	case Release:
 		return release(s, op, key, o, exists)
+	case Refund:
+		return refund(s, op, key, o, exists)
 	}
 	if op.Outcome == Ok || op.Outcome == Fail {
 		return nil, fmt.Sprintf("%s is no voucher operation", op.Kind)
@@ -135,8 +142,8 @@ func (v Voucher) reserve(s *voucherState, op *Op, key string, o order, exists bo
 		return nil, fmt.Sprintf("granted to %s, answered as %s's", op.Customer, op.Holder)
 	case op.Outcome == Ok && exists && o.customer != op.Customer:
 		return nil, fmt.Sprintf("order %s is %s's; granted to %s as well", op.Order, o.customer, op.Customer)
-	case op.Outcome == Ok && exists && o.status == released:
-		return nil, fmt.Sprintf("order %s was released; a retry must be refused, it was granted", op.Order)
+	case op.Outcome == Ok && exists && !holds(o.status):
+		return nil, fmt.Sprintf("order %s was %s; a retry must be refused, it was granted", op.Order, map[byte]string{released: "released", refunded: "refunded"}[o.status])
 	case op.Outcome == Ok && exists && o.discount != unanswered && o.discount != op.Discount:
 		return nil, fmt.Sprintf("order %s was granted with discount %d; its retry got %d", op.Order, o.discount, op.Discount)
 	case op.Outcome == Ok && exists:
@@ -147,7 +154,7 @@ func (v Voucher) reserve(s *voucherState, op *Op, key string, o order, exists bo
 			return n, ""
 		}
 		return s, ""
-	case op.Outcome == Fail && exists && o.customer == op.Customer && o.status != released:
+	case op.Outcome == Fail && exists && o.customer == op.Customer && holds(o.status):
 		return nil, fmt.Sprintf("order %s is %s's (%c, discount %d); its retry was refused %s",
 			op.Order, o.customer, o.status, o.discount, op.Code)
 	case op.Outcome == Fail || exists:
@@ -178,10 +185,10 @@ func (v Voucher) reserve(s *voucherState, op *Op, key string, o order, exists bo
 
 }
 
-// confirm: RESERVED becomes CONFIRMED; a released order is refused.
+// confirm: RESERVED becomes CONFIRMED; a released or refunded order is refused.
 func confirm(s *voucherState, op *Op, key string, o order, exists bool) (*voucherState, string) {
 	switch {
-	case op.Outcome == Ok && (!exists || o.status == released):
+	case op.Outcome == Ok && (!exists || !holds(o.status)):
 		return nil, fmt.Sprintf("order %s confirmed, but it is %s", op.Order, describeOrder(o, exists))
 	case op.Outcome == Fail && op.Code == wire.CodeReservationReleased && (!exists || o.status != released):
 		return nil, fmt.Sprintf("confirm of %s refused as released, but it is %s", op.Order, describeOrder(o, exists))
@@ -202,6 +209,8 @@ func release(s *voucherState, op *Op, key string, o order, exists bool) (*vouche
 	switch {
 	case op.Outcome == Ok && (!exists || o.status == confirmed):
 		return nil, fmt.Sprintf("order %s released, but it is %s", op.Order, describeOrder(o, exists))
+	case op.Outcome == Ok && o.status == refunded:
+		return nil, fmt.Sprintf("order %s released, but it is %s", op.Order, describeOrder(o, exists))
 	case op.Outcome == Fail && op.Code == wire.CodeReservationConfirmed && (!exists || o.status != confirmed):
 		return nil, fmt.Sprintf("release of %s refused as confirmed, but it is %s", op.Order, describeOrder(o, exists))
 	case op.Outcome == Fail && op.Code == wire.CodeReservationNotFound && exists:
@@ -215,11 +224,32 @@ func release(s *voucherState, op *Op, key string, o order, exists bool) (*vouche
 	return n, ""
 }
 
+// refund: CONFIRMED becomes REFUNDED, giving its use back (again: the same); a reserved order is
+// refused (release it instead), a released one too.
+func refund(s *voucherState, op *Op, key string, o order, exists bool) (*voucherState, string) {
+	switch {
+	case op.Outcome == Ok && (!exists || (o.status != confirmed && o.status != refunded)):
+		return nil, fmt.Sprintf("order %s refunded, but it is %s", op.Order, describeOrder(o, exists))
+	case op.Outcome == Fail && op.Code == wire.CodeNotConfirmed && (!exists || o.status != reserved):
+		return nil, fmt.Sprintf("refund of %s refused as not confirmed, but it is %s", op.Order, describeOrder(o, exists))
+	case op.Outcome == Fail && op.Code == wire.CodeReservationReleased && (!exists || o.status != released):
+		return nil, fmt.Sprintf("refund of %s refused as released, but it is %s", op.Order, describeOrder(o, exists))
+	case op.Outcome == Fail && op.Code == wire.CodeReservationNotFound && exists:
+		return nil, fmt.Sprintf("refund of %s refused as not found, but it is %s", op.Order, describeOrder(o, exists))
+	case op.Outcome == Fail, !exists, o.status != confirmed:
+		return s, ""
+	}
+	n := s.clone()
+	o.status = refunded
+	n.set(key, o)
+	return n, ""
+}
+
 func describeOrder(o order, exists bool) string {
 	if !exists {
 		return "not reserved"
 	}
-	return map[byte]string{reserved: "RESERVED", confirmed: "CONFIRMED", released: "RELEASED"}[o.status] + " for " + o.customer
+	return map[byte]string{reserved: "RESERVED", confirmed: "CONFIRMED", released: "RELEASED", refunded: "REFUNDED"}[o.status] + " for " + o.customer
 }
 
 func (s *voucherState) String() string {

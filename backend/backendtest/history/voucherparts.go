@@ -22,7 +22,7 @@ func voucherParts(ops []Op, vouchers map[string]Voucher) ([]*part, []Failure) {
 	var codes []string
 	for i := range ops {
 		switch ops[i].Kind {
-		case Reserve, Confirm, Release, Close:
+		case Reserve, Confirm, Release, Refund, Close:
 		default:
 			continue
 		}
@@ -46,9 +46,10 @@ func voucherParts(ops []Op, vouchers map[string]Voucher) ([]*part, []Failure) {
 func exists(op *Op) bool {
 	switch {
 	case op.Outcome == Ok:
-		return op.Kind == Reserve || op.Kind == Confirm || op.Kind == Release
+		return op.Kind == Reserve || op.Kind == Confirm || op.Kind == Release || op.Kind == Refund
 	case op.Outcome == Fail:
-		return op.Code == wire.CodeReservationReleased || op.Code == wire.CodeReservationConfirmed
+		return op.Code == wire.CodeReservationReleased || op.Code == wire.CodeReservationConfirmed ||
+			op.Code == wire.CodeReservationRefunded || op.Code == wire.CodeNotConfirmed
 	}
 	return false
 }
@@ -281,7 +282,7 @@ func timesOf(list []*Op) orderTimes {
 	for _, op := range list {
 		k := orderKey(op)
 		switch {
-		case op.Kind == Release:
+		case op.Kind == Release, op.Kind == Refund: // either ends the order's hold of a use
 			earliest(t.releaseSent, k, op.Invoke)
 		case op.Kind == Reserve && op.Outcome != Fail:
 			earliest(t.firstSent, k, op.Invoke)
