@@ -56,6 +56,7 @@ type App struct {
 	stop     context.CancelFunc // ends the jobs
 	jobsDone <-chan struct{}    // closed once they have returned
 	closed   atomic.Bool
+	slotMap  *slotMapReloader             // a Redis Cluster client's; nil for a single Redis
 	serving  atomic.Pointer[drain.Server] // the server as Serve runs it, for a drained shutdown (shutdown.go)
 }
 
@@ -101,7 +102,7 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	if err := store.Migrate(ctx, a.Pool); err != nil {
 		return nil, fmt.Errorf("start backend: %w", err)
 	}
-	if a.Redis, err = openRedis(cfg); err != nil {
+	if a.Redis, a.slotMap, err = openRedis(cfg); err != nil {
 		return nil, err
 	}
 	if a.NATS, err = openNATS(cfg, a); err != nil {
@@ -115,6 +116,10 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 	probes := a.observe()
 	vcfg, qcfg := a.serviceConfigs(opts)
 	a.Vouchers = voucher.NewService(a.Store, a.Gate, a.notifier, vcfg)
+	if a.slotMap != nil {
+		suspect := a.Vouchers.SuspectGate
+		a.slotMap.onStale.Store(&suspect) // a lost master may have lost the gate's last writes
+	}
 	a.Jobs = jobs.New(a.Vouchers, jobs.Settings{
 		ExpireEvery: cfg.ExpireEvery, ReconcileEvery: cfg.ReconcileEvery,
 		WarmupEvery: cfg.WarmupEvery, WarmupAhead: cfg.WarmupAhead, ForgetAfter: cfg.FlashKeysKeep,
@@ -175,7 +180,7 @@ const (
 // busy machine should not fail on a tight bound meant for answers.
 func dialTimeout(cfg config.Backend) time.Duration { return max(time.Second, cfg.RedisTimeout) }
 
-func openRedis(cfg config.Backend) (redis.UniversalClient, error) {
+func openRedis(cfg config.Backend) (redis.UniversalClient, *slotMapReloader, error) {
 	// No automatic retries: a script retried after a timeout may run twice, and a dead Redis
 	// must give a quick 503, not a pile-up. No CLIENT SETINFO on connect (DisableIdentity):
 	// Redis before 7.2 answers it with an error, counted as a failed command on every new
@@ -187,18 +192,19 @@ func openRedis(cfg config.Backend) (redis.UniversalClient, error) {
 			MinIdleConns: redisIdle, MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: 50 * time.Millisecond,
 			Protocol: redisProtocol, DisableIdentity: true,
 		})
-		c.AddHook(newSlotMapReloader(c)) // a failed master's slots move in a second, not a minute
-		return c, nil
+		r := newSlotMapReloader(c)
+		c.AddHook(r) // a failed master's slots move in a second, not a minute
+		return c, r, nil
 	}
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
-		return nil, fmt.Errorf("VG_REDIS_URL is invalid; expected redis://host:port/db: %w", err)
+		return nil, nil, fmt.Errorf("VG_REDIS_URL is invalid; expected redis://host:port/db: %w", err)
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = dialTimeout(cfg), cfg.RedisTimeout, cfg.RedisTimeout
 	opts.PoolTimeout, opts.PoolSize, opts.MinIdleConns = 3*cfg.RedisTimeout, redisPoolSize, redisIdle
 	opts.MaxRetries, opts.Protocol, opts.DisableIdentity = -1, redisProtocol, true
 	opts.DialerRetries, opts.DialerRetryTimeout = 1, 50*time.Millisecond
-	return redis.NewClient(opts), nil
+	return redis.NewClient(opts), nil, nil
 }
 
 // redisProtocol is RESP2: with RESP3 go-redis looks for push notifications around every

@@ -29,10 +29,15 @@ const slotMapReloadEvery = 100 * time.Millisecond
 // A reload sends no command again: it only changes which node the next call of a slot goes
 // to. Whether a failed call is sent again stays go-redis's decision (MaxRetries -1 on the
 // nodes; the cluster's MOVED/ASK loop), as it was without the hook.
+//
+// Such a failure may be a master's death, whose replica took over without its last writes:
+// each one also calls onStale (the voucher service's SuspectGate), so that flash refusals
+// look at the database until the next reconciliation.
 type slotMapReloader struct {
 	cluster *redis.ClusterClient
 	start   time.Time    // monotonic origin of last
 	last    atomic.Int64 // time.Since(start) of the last reload asked for; 0: none yet
+	onStale atomic.Pointer[func()]
 }
 
 func newSlotMapReloader(c *redis.ClusterClient) *slotMapReloader {
@@ -41,6 +46,9 @@ func newSlotMapReloader(c *redis.ClusterClient) *slotMapReloader {
 
 // reload asks for a reload unless one was asked for within slotMapReloadEvery.
 func (r *slotMapReloader) reload(ctx context.Context) {
+	if f := r.onStale.Load(); f != nil {
+		(*f)()
+	}
 	now := int64(time.Since(r.start))
 	last := r.last.Load()
 	if last != 0 && now-last < int64(slotMapReloadEvery) {

@@ -113,9 +113,11 @@ func TestRedisClusterFailoverLosesFlashWrites(t *testing.T) {
 			t.Errorf("granted order %s retried after the failover: %d %s (discount %d)", order, o.status, o.code, o.discount)
 		}
 	}
-	t.Logf("before reconciliation %d of %d granted orders retried were answered 201 from their row, %d OUT_OF_STOCK (no use left in Redis)", len(granted)-refused, len(granted), refused)
-	if refused > lostReleases {
-		t.Errorf("%d granted orders' retries answered OUT_OF_STOCK before reconciliation; at most %d (the uses lost releases hold) may be", refused, lostReleases)
+	t.Logf("before reconciliation %d of %d granted orders retried were answered 201 from their row, %d OUT_OF_STOCK", len(granted)-refused, len(granted), refused)
+	if refused > 0 {
+		// the gate may have no use left for them (a lost release still holds one), but the
+		// backend saw the master go: its refusals look at the database until reconciliation
+		t.Errorf("%d granted orders' retries answered OUT_OF_STOCK before reconciliation; want every one answered from its row", refused)
 	}
 	// the backend publishes the sell-out after the answer that made it (at most one a
 	// VG_SOLDOUT_EVERY), so the bucket shows it a moment later

@@ -42,6 +42,11 @@ func (s *Service) reserveFlash(ctx context.Context, v Voucher, h Hold, try int) 
 			}
 			return s.writeWinner(ctx, v, h, holder)
 		case GateOutOfStock:
+			if s.gateSuspect() {
+				if r, held, err := s.heldInDB(ctx, v, h); held {
+					return r, err
+				}
+			}
 			s.counts.usesLeft.WithLabelValues(v.Code).Set(0)
 			s.notify.SoldOut(v.Code)
 			return Redemption{}, ErrOutOfStock

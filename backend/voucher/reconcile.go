@@ -188,6 +188,7 @@ func (s *Service) recount(ctx context.Context, v Voucher, rep *Reconciliation) e
 
 // ReconcileAll reconciles every flash voucher that has not ended more than a day ago.
 func (s *Service) ReconcileAll(ctx context.Context, rc ReconcileConfig) ([]Reconciliation, error) {
+	began := time.Now().UnixNano()
 	list, err := s.store.FlashVouchers(ctx, s.cfg.Clock.Now().Add(-24*time.Hour))
 	if err != nil {
 		return nil, s.unavailable(err, "reconcile")
@@ -201,6 +202,9 @@ func (s *Service) ReconcileAll(ctx context.Context, rc ReconcileConfig) ([]Recon
 			continue
 		}
 		reports = append(reports, rep)
+	}
+	if len(errs) == 0 {
+		s.trustGateSince(began) // every flash voucher agrees with the database again
 	}
 	return reports, errors.Join(errs...)
 }

@@ -43,8 +43,9 @@ type Service struct {
 	written  batchCounts
 	counts   serviceMetrics
 
-	inFlight atomic.Int64 // reservations and releases not returned yet (drain.go)
-	closing  atomic.Bool  // Close was called: new ones are refused
+	inFlight     atomic.Int64 // reservations and releases not returned yet (drain.go)
+	suspectSince atomic.Int64 // when the gate became suspect (suspect.go); 0: trusted
+	closing      atomic.Bool  // Close was called: new ones are refused
 }
 
 // NewService returns a service over store and gate, telling notify about sold-out state. The
