@@ -55,7 +55,7 @@ func TestValidateThroughTheEdge(t *testing.T) {
 	}
 	b.CheckInvariants(t, "DRY", granted)
 
-	if a := e.do(t, "POST", "/quotas/check", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"1","dimensions":["ITEM:1"]}]}`); a.Status != 200 || a.Body != `{"pass":true,"idemKey":"k","counters":[]}` {
+	if a := e.do(t, "POST", "/quotas/check", `{"bizId":1,"idemKey":"k","items":[{"identityType":"USER","identity":"1","dimensions":["ITEM:1"]}]}`); a.Status != 200 || a.Body != `{"pass":true,"idemKey":"k","counters":[],"warning":"NO_QUOTA_RULES"}` {
 		t.Fatalf("quota check through the edge: %d %s", a.Status, a.Body)
 	}
 }
