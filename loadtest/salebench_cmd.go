@@ -31,10 +31,14 @@ func runSaleBench(ctx context.Context, args []string) error {
 	s := saleFlags(fs)
 	out := outputFlags(fs)
 	rounds := fs.Int("rounds", 3, "sales, each on a new voucher")
+	starts := fs.Int("starts", 0, "instead: start a backend and an edge this many times, each for a first and a second sale, and compare the two (a sale's opening right after a start)")
 	fs.Set("requests", "50000")
 	fs.Set("rate", "50000")
 	fs.Set("create", "true")
 	_ = fs.Parse(args)
+	if *starts > 0 {
+		return firstVersusSecond(ctx, *srv, *backendBin, *edgeBin, *s, *starts)
+	}
 	before, began := loadAverage(), time.Now()
 	b, err := flashbench.StartBackend(ctx, *srv, *backendBin)
 	if err != nil {
@@ -146,4 +150,57 @@ func printSaleMedians(sums []sale.Summary, s sale.Settings) {
 		met = "NOT met"
 	}
 	fmt.Printf("  verdicts passed: %d of %d; goal p99 < %v: %s (median p99 %.2f ms)\n", passed, len(sums), goalP99, met, p99)
+}
+
+// firstVersusSecond is `loadtest salebench -starts N`: N times, a backend and an edge started
+// afresh, then two sales through the edge, each on a new voucher; it prints each start's p99 of
+// the answers due before the sell-out (the opening) of both sales, and the median ratio of the
+// first to the second: how much slower the first sale after a start opens than a warm one
+// (goal: at most 1.5).
+func firstVersusSecond(ctx context.Context, srv flashbench.Servers, backendBin, edgeBin string, s sale.Settings, starts int) error {
+	before, began := loadAverage(), time.Now()
+	var firsts, seconds, ratios []float64
+	stamp := time.Now().Unix()
+	for i := range starts {
+		b, err := flashbench.StartBackend(ctx, srv, backendBin)
+		if err != nil {
+			return err
+		}
+		e, err := flashbench.StartEdge(ctx, b, edgeBin)
+		if err != nil {
+			b.Close()
+			return err
+		}
+		s.Target, s.Admin, s.Token, s.Create = "http://"+e.Addr, "http://"+b.Addr, b.Token, true
+		var p99 [2]float64
+		for j := range 2 {
+			s.Code = fmt.Sprintf("FRESH%d-%d-%d", i+1, j+1, stamp)
+			sum, err := rehearse(ctx, s, outputs{}, nil, io.Discard)
+			if err != nil {
+				e.Close()
+				b.Close()
+				return err
+			}
+			if !sum.Verdict.Pass {
+				e.Close()
+				b.Close()
+				return fmt.Errorf("start %d, sale %d: the verdict failed", i+1, j+1)
+			}
+			p99[j] = sum.Before.P99
+		}
+		e.Close()
+		b.Close()
+		ratio := p99[0] / max(p99[1], 0.001)
+		fmt.Printf("start %d: first sale's opening p99 %.2f ms, second's %.2f ms: %.2f×\n", i+1, p99[0], p99[1], ratio)
+		firsts, seconds, ratios = append(firsts, p99[0]), append(seconds, p99[1]), append(ratios, ratio)
+	}
+	r := load.Median(ratios)
+	met := "met"
+	if r > 1.5 {
+		met = "NOT met"
+	}
+	fmt.Printf("medians of %d starts (%d uses, %d requests at %.0f/s through the edge each sale): first sale's opening p99 %.2f ms, second's %.2f ms; first/second %.2f× (goal ≤ 1.5: %s)\n",
+		starts, s.Uses, s.Count(), s.Rate, load.Median(firsts), load.Median(seconds), r, met)
+	machine(before, began)
+	return nil
 }
