@@ -50,25 +50,31 @@ func httpClient() *http.Client {
 }
 
 // An upstream process (upstream_process_test.go) that closes idle keep-alive connections after
-// 1 s or 5 s (Node.js' default), and an edge that keeps them longer (the worst setting: VG_EDGE_UPSTREAM_KEEPALIVE above the
-// upstream's): requests after pauses about that long find connections the upstream closed. No
-// request may fail, GET or POST: the edge sees the closed connection before writing on it and
-// sends the request on another. (Before: 4 of 5 requests after a pause answered 502.)
+// 1 s or 5 s (Node.js' default). With the edge keeping them longer (the worst setting:
+// VG_EDGE_UPSTREAM_KEEPALIVE above the upstream's) requests after pauses about that long find
+// connections the upstream closed: the edge sees a closed connection before writing on it and
+// sends the request on another, and a GET that fails on one all the same is sent again, so no
+// GET fails. A POST the upstream closes on in the instant between that look and its arrival
+// cannot be told from one it took: a 502, which the test allows for at most 2% of the POSTs
+// (seen: 1 of 125 under a loaded test run). With the edge closing them first (the default: 2 s
+// against the upstream's 5 s; here half the upstream's), nothing can fail. (Before: 4 of 5
+// requests after a pause answered 502.)
 func TestStaleKeepAliveConnectionsLoseNoRequest(t *testing.T) {
 	for _, tt := range []struct {
-		upstreamIdle time.Duration
-		clients      int
-		rounds       int
-	}{{time.Second, 20, 15}, {5 * time.Second, 50, 5}} {
-		t.Run(tt.upstreamIdle.String(), func(t *testing.T) {
+		upstreamIdle, edgeIdle time.Duration
+		clients                int
+		rounds                 int
+	}{{time.Second, 3 * time.Second, 20, 15}, {5 * time.Second, 15 * time.Second, 50, 5}, {time.Second, time.Second / 2, 20, 8}} {
+		worst := tt.edgeIdle > tt.upstreamIdle
+		t.Run(fmt.Sprintf("upstream %v, edge %v", tt.upstreamIdle, tt.edgeIdle), func(t *testing.T) {
 			if tt.upstreamIdle > time.Second && testing.Short() {
 				t.Skip("pauses of 5 s")
 			}
 			t.Parallel()
 			up := startUpstreamProcess(t, tt.upstreamIdle)
-			e := passThroughEdge(t, up.addr, edgeConfig{timeout: 10 * time.Second, checkout2: upstream.CheckoutOptions{IdleConn: 3 * tt.upstreamIdle, DialTimeout: 3 * time.Second}})
+			e := passThroughEdge(t, up.addr, edgeConfig{timeout: 10 * time.Second, checkout2: upstream.CheckoutOptions{IdleConn: tt.edgeIdle, DialTimeout: 3 * time.Second}})
 			client := httpClient()
-			var failures, sent atomic.Int32
+			var failures, postFailures, sent atomic.Int32
 			for round := range tt.rounds {
 				// All connections idle for about the upstream's idle timeout, so that some meet it
 				// closing them: a little before, at, or a little after.
@@ -92,7 +98,12 @@ func TestStaleKeepAliveConnectionsLoseNoRequest(t *testing.T) {
 						}
 						got, _ := io.ReadAll(resp.Body)
 						resp.Body.Close()
-						if resp.StatusCode != 200 || string(got) != method+" "+body {
+						switch {
+						case resp.StatusCode == 200 && string(got) == method+" "+body:
+						case worst && method == "POST" && resp.StatusCode == 502:
+							postFailures.Add(1) // the race no look before writing closes (above)
+							t.Logf("%s: %d %q", method, resp.StatusCode, got)
+						default:
 							failures.Add(1)
 							t.Errorf("%s: %d %q", method, resp.StatusCode, got)
 						}
@@ -101,8 +112,11 @@ func TestStaleKeepAliveConnectionsLoseNoRequest(t *testing.T) {
 				wg.Wait()
 			}
 			st := up.stats(t)
-			t.Logf("%d requests (%d POST reached the upstream), %d failed; the upstream accepted %d connections",
-				sent.Load(), st.Posts, failures.Load(), st.Conns)
+			t.Logf("%d requests (%d POST reached the upstream), %d failed, %d POSTs met the upstream closing; the upstream accepted %d connections",
+				sent.Load(), st.Posts, failures.Load(), postFailures.Load(), st.Conns)
+			if posts := sent.Load() / 2; postFailures.Load()*50 > posts {
+				t.Errorf("%d of %d POSTs answered 502: more than the instant between the edge's look and the request's arrival explains", postFailures.Load(), posts)
+			}
 			if st.Conns <= int32(tt.clients) {
 				t.Fatalf("the upstream accepted %d connections for %d clients: no idle connection was closed under the edge, the race was not run", st.Conns, tt.clients)
 			}
