@@ -77,8 +77,11 @@ func TestStaleKeepAliveConnectionsLoseNoRequest(t *testing.T) {
 			var failures, postFailures, sent atomic.Int32
 			for round := range tt.rounds {
 				// All connections idle for about the upstream's idle timeout, so that some meet it
-				// closing them: a little before, at, or a little after.
-				time.Sleep(tt.upstreamIdle + time.Duration(rand.Int64N(int64(tt.upstreamIdle/4))) - tt.upstreamIdle/8)
+				// closing them: a little before, at, or a little after, in turn (every third round
+				// after it, so the race is run however few the rounds), with a little jitter.
+				offset := time.Duration(round%3-1) * tt.upstreamIdle / 8
+				jitter := time.Duration(rand.Int64N(int64(tt.upstreamIdle/16))) - tt.upstreamIdle/32
+				time.Sleep(tt.upstreamIdle + offset + jitter)
 				var wg sync.WaitGroup
 				for i := range tt.clients {
 					wg.Add(1)
