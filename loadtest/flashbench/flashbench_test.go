@@ -44,7 +44,10 @@ func TestBenchmarksAgainstARealBackend(t *testing.T) {
 	}
 	var out bytes.Buffer
 	aw.Print(&out)
-	if !strings.Contains(out.String(), "ratio backend/pgbench") {
+	if aw.CPUPerWin() <= 0 {
+		t.Fatalf("CPU per win %v: the backend, PostgreSQL and Redis were not measured", aw.CPUPerWin())
+	}
+	if !strings.Contains(out.String(), "ratio backend/pgbench") || !strings.Contains(out.String(), "CPU per win, backend + postgres + redis") {
 		t.Fatalf("all-win report printed:\n%s", out.String())
 	}
 
