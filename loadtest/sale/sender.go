@@ -43,6 +43,7 @@ func (s *sender) offer(ctx context.Context, n int, rate float64, write writer) [
 	// The next phase has a sender of its own: this one's connections must not stay open beside
 	// its, counting against a server's cap on connections from one address.
 	defer s.client.CloseIdleConnections()
+	defer s.dialAhead(ctx, min(s.conns, n))()
 	out := make([]Outcome, n)
 	start := time.Now()
 	due := func(i int) time.Duration { return time.Duration(float64(i) * float64(time.Second) / rate) }
@@ -97,6 +98,41 @@ func (s *sender) offer(ctx context.Context, n int, rate float64, write writer) [
 	}
 	wg.Wait()
 	return out
+}
+
+// dialAhead opens up to n connections before the schedule starts, for the client to take
+// first, so that the sale's opening measures the server and not this generator dialling (a
+// shop's edge sits behind a load balancer whose connections are open before the sale). Should
+// a dial fail, the rest are dialled when needed, and the requests meet the failure themselves.
+// It returns what closes the connections the client did not take.
+func (s *sender) dialAhead(ctx context.Context, n int) (closeUntaken func()) {
+	ready := make(chan net.Conn, n)
+	var d net.Dialer
+	for range n {
+		c, err := d.DialContext(ctx, "tcp", s.host)
+		if err != nil {
+			break
+		}
+		ready <- c
+	}
+	s.client.Dial = func(addr string) (net.Conn, error) {
+		select {
+		case c := <-ready:
+			return c, nil
+		default:
+			return d.DialContext(ctx, "tcp", addr)
+		}
+	}
+	return func() {
+		for {
+			select {
+			case c := <-ready:
+				c.Close()
+			default:
+				return
+			}
+		}
+	}
 }
 
 // failure names what went wrong with a request in a word or two, so failures can be counted.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,5 +103,40 @@ func TestSenderStopsWhenAsked(t *testing.T) {
 		if o.State != NotSent {
 			t.Fatalf("request %d after the end: %+v", i, o)
 		}
+	}
+}
+
+// The sender's connections are open before its first request is due, so a sale's opening
+// measures the server and not the generator dialling; it dials no more than it was given.
+func TestSenderDialsItsConnectionsBeforeTheSchedule(t *testing.T) {
+	const conns = 8
+	var opened, atFirst atomic.Int32
+	atFirst.Store(-1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{
+		Handler: func(ctx *fasthttp.RequestCtx) {
+			atFirst.CompareAndSwap(-1, opened.Load())
+			soldOutAnswer(ctx)
+		},
+		ConnState: func(_ net.Conn, st fasthttp.ConnState) {
+			if st == fasthttp.StateNew {
+				opened.Add(1)
+			}
+		},
+	}
+	go srv.Serve(ln) //nolint:errcheck
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	addr := ln.Addr().String()
+	out := newSender(addr, false, conns, 10*time.Second, newMeter()).offer(context.Background(), 100, 10_000, fixedRequest)
+	for i, o := range out {
+		if o.State != Answered || o.Status != 409 {
+			t.Fatalf("request %d: %+v", i, o)
+		}
+	}
+	if atFirst.Load() != conns || opened.Load() != conns {
+		t.Fatalf("%d connections open at the first request, %d in all; want %d at the first and in all", atFirst.Load(), opened.Load(), conns)
 	}
 }
