@@ -60,6 +60,52 @@ func TestAFullRedisIsNotReady(t *testing.T) {
 	}
 }
 
+// On Redis Cluster each master has its own memory: whichever master is full, /readyz answers
+// 503 naming that master and OOM, and vouchergate_dependency_up{dependency="redis"} is 0,
+// while the other masters take their writes; once it takes writes again /readyz is 200.
+func TestAFullClusterMasterIsNotReady(t *testing.T) {
+	cluster := testkit.StartRedisCluster(t)
+	cfg := backendtest.Config(t)
+	cfg.RedisURL, cfg.RedisClusterAddrs = "", cluster.Addrs()
+	b := backendtest.Start(t, cfg)
+	if status, checks := readyz(t, b.OpsURL); status != http.StatusOK || checks["redis"] != "ok" {
+		t.Fatalf("/readyz before any master is full: %d %v; want 200 with redis ok", status, checks)
+	}
+	for _, master := range cluster.Addrs() { // each in turn: the probe must not depend on which
+		rdb := redis.NewClient(&redis.Options{Addr: master})
+		defer rdb.Close()
+		setMaxmemory := func(v string) {
+			t.Helper()
+			if err := rdb.ConfigSet(t.Context(), "maxmemory", v).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setMaxmemory("1") // noeviction, the cluster's default: full at once
+		var status int
+		var checks map[string]string
+		testkit.Eventually(t, "/readyz says master "+master+" refuses writes", func() bool {
+			status, checks = readyz(t, b.OpsURL)
+			return status == http.StatusServiceUnavailable
+		})
+		if !strings.Contains(checks["redis"], "master "+master+": OOM") {
+			t.Errorf("/readyz with master %s full: %d %v; want redis naming that master and OOM", master, status, checks)
+		}
+		for _, other := range cluster.Addrs() {
+			if other != master && strings.Contains(checks["redis"], other) {
+				t.Errorf("/readyz with master %s full names master %s too: %v", master, other, checks)
+			}
+		}
+		if up := testkit.ScrapeMetrics(t, b.OpsURL+"/metrics").Value(t, "vouchergate_dependency_up", "dependency", "redis"); up != 0 {
+			t.Errorf("vouchergate_dependency_up{redis} = %v with master %s full; want 0", up, master)
+		}
+		setMaxmemory("0")
+		testkit.Eventually(t, "/readyz is 200 again once master "+master+" takes writes", func() bool {
+			status, checks = readyz(t, b.OpsURL)
+			return status == http.StatusOK
+		})
+	}
+}
+
 // readyz asks GET /readyz and returns its status and checks.
 func readyz(t *testing.T, base string) (int, map[string]string) {
 	t.Helper()
