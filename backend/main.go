@@ -27,6 +27,12 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Bound first: a taken port stops the command before it migrates or dials anything.
+	lns, err := app.Listen(cfg)
+	if err != nil {
+		return err
+	}
+	defer lns.Close() // on the way out early; once served, the app closes them
 	a, err := app.New(ctx, cfg)
 	if err != nil {
 		return err
@@ -38,7 +44,7 @@ func run() error {
 		}
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- a.ListenAndServe() }()
+	go func() { errc <- a.ServeListeners(lns) }()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // reload the service API keys
 	for {

@@ -239,23 +239,15 @@ func (a *App) Serve(ln net.Listener) error {
 // ServeOps answers the ops paths (/healthz, /readyz, /metrics) on ln until Close.
 func (a *App) ServeOps(ln net.Listener) error { return a.ops.Serve(ln) }
 
-// ListenAndServe answers HTTP on the configured address, and the ops paths on the ops address
-// if one is set, until Close.
-func (a *App) ListenAndServe() error {
+// ServeListeners answers HTTP on l's API listener, and the ops paths on its ops listener if
+// it has one, until Close.
+func (a *App) ServeListeners(l *Listeners) error {
 	errc := make(chan error, 2)
-	if a.Config.HasOps() {
-		ln, err := net.Listen("tcp", a.Config.OpsAddr)
-		if err != nil {
-			return fmt.Errorf("VG_BACKEND_OPS_ADDR=%s: %w", a.Config.OpsAddr, err)
-		}
-		go func() { errc <- a.ServeOps(ln) }()
-	}
-	ln, err := net.Listen("tcp", a.Config.Addr)
-	if err != nil {
-		return fmt.Errorf("VG_BACKEND_ADDR=%s: %w", a.Config.Addr, err)
+	if l.Ops != nil {
+		go func() { errc <- a.ServeOps(l.Ops) }()
 	}
 	a.log.Info("backend listening", "addr", a.Config.Addr, "ops", a.Config.OpsAddr)
-	go func() { errc <- a.Serve(ln) }()
+	go func() { errc <- a.Serve(l.API) }()
 	return <-errc
 }
 
