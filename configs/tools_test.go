@@ -2,6 +2,7 @@ package configs_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	"vouchergate/backend/backendtest"
+	"vouchergate/loadtest/sale"
 	"vouchergate/shared/config"
+	"vouchergate/shared/wire"
 )
 
 // runBounded runs argv in the repository's top folder with env and returns its exit status and
@@ -66,7 +69,9 @@ func TestMakeRunRefusesATakenPort(t *testing.T) {
 }
 
 // make rehearse sends its sale to the edge and the backend where VG_EDGE_ADDR and
-// VG_BACKEND_ADDR put them, not to the default ports.
+// VG_BACKEND_ADDR put them, not to the default ports: the voucher it names is the moved
+// backend's, and all its 1,000 uses went to orders that reached that backend through the moved
+// edge, with some confirmed and some released after the sale.
 func TestMakeRehearseOnMovedPorts(t *testing.T) {
 	makeBin := tool(t, "make", "make")
 	cfg := backendtest.Config(t)
@@ -76,17 +81,84 @@ func TestMakeRehearseOnMovedPorts(t *testing.T) {
 	env := append(config.EnvironWithoutVG(), "VG_BACKEND_ADDR="+backend.Addr(), "VG_EDGE_ADDR="+edge.Addr(),
 		"VG_ADMIN_TOKEN="+backendtest.Token, "TMPDIR="+reports)
 	status, out := runBounded(t, buildBound, env, makeBin, "--no-print-directory", "rehearse")
-	// 0: the verdict passed; make's 2 with a failed verdict (a 503 on a busy machine fails it,
-	// and make answers any failed recipe with 2): the sale ran all the same
-	if status != 0 && !(status == 2 && strings.Contains(out, "verdict: FAIL")) {
-		t.Fatalf("make rehearse on moved ports: exit %d; want the sale run (0, or 2 with its verdict):\n%s", status, tail(out, 8<<10))
+	if status != 0 && !(status == 2 && failedOnlyOnLoad(out)) {
+		t.Fatalf("make rehearse on moved ports: exit %d; want the sale run and its verdict passed "+
+			"(or failed only on 503s, as a busy machine may answer):\n%s", status, tail(out, 8<<10))
 	}
-	sold := regexp.MustCompile(`sale of REHEARSE-[0-9]+ at http://` + regexp.QuoteMeta(edge.Addr()) + `: 10000 reservations offered`)
-	if !sold.MatchString(out) || !strings.Contains(out, "1000 granted") {
-		t.Errorf("make rehearse did not sell its 1000 uses through the edge on %s:\n%s", edge.Addr(), tail(out, 8<<10))
+	sold := regexp.MustCompile(`sale of (REHEARSE-[0-9]+) at http://` + regexp.QuoteMeta(edge.Addr()) + `: 10000 reservations offered`).FindStringSubmatch(out)
+	if sold == nil || !strings.Contains(out, "1000 granted") {
+		t.Fatalf("make rehearse did not sell its 1000 uses through the edge on %s:\n%s", edge.Addr(), tail(out, 8<<10))
+	}
+	code, v := sold[1], wire.VoucherView{}
+	got, body := backend.Client().Do(t, "GET", "/admin/vouchers/"+code, nil)
+	if got != 200 || json.Unmarshal(body, &v) != nil {
+		t.Fatalf("the moved backend on %s does not hold %s, the voucher make rehearse sold: %d %s", backend.Addr(), code, got, body)
+	}
+	granted := v.Counts["RESERVED"] + v.Counts["CONFIRMED"] + v.Counts["RELEASED"]
+	if v.TotalLimit != 1000 || granted != 1000 || v.Counts["CONFIRMED"] == 0 || v.Counts["RELEASED"] == 0 {
+		t.Errorf("the moved backend's %s after make rehearse: total limit %d, rows by status %v; want 1000 rows granted, some confirmed and some released",
+			code, v.TotalLimit, v.Counts)
 	}
 	if _, err := os.Stat(filepath.Join(reports, "vouchergate-rehearsal.html")); err != nil {
 		t.Errorf("the report is not in $TMPDIR: %v", err)
+	}
+}
+
+// failedOnlyOnLoad reports whether a sale's verdict failed and every check it failed is the
+// answers check for 503s alone: a busy machine (the tests run beside others on two cores) may
+// answer a few requests 503, which fails the verdict (make then exits 2) though the sale ran.
+// Any other failed check, or an answer other than a 503, is a failure of the sale.
+func failedOnlyOnLoad(out string) bool {
+	if !strings.Contains(out, "verdict: FAIL") {
+		return false
+	}
+	for _, m := range regexp.MustCompile(`(?m)^  FAIL (\S+)`).FindAllStringSubmatch(out, -1) {
+		if m[1] != "answers" {
+			return false
+		}
+	}
+	answers := regexp.MustCompile(`(?m)^  FAIL answers .*\n((?:\s+e\.g\. .*\n)*)`).FindStringSubmatch(out)
+	if answers == nil {
+		return false
+	}
+	for _, sample := range strings.Split(strings.TrimSpace(answers[1]), "\n") {
+		if !regexp.MustCompile(`^e\.g\. \S+ 503( \S+)?: [0-9]+$`).MatchString(strings.TrimSpace(sample)) {
+			return false
+		}
+	}
+	return true
+}
+
+// A failed verdict is taken for load only when its one failed check is the answers check and
+// every answer it quotes is a 503; read from verdicts as `loadtest sale` prints them.
+func TestFailedOnlyOnLoad(t *testing.T) {
+	pass := func(name string) sale.Check { return sale.Check{Name: name, Pass: true, Figures: "fine"} }
+	answers := func(samples ...string) sale.Check {
+		return sale.Check{Name: "answers", Figures: "some errors", Samples: samples}
+	}
+	verdict := func(checks ...sale.Check) string {
+		v := sale.Verdict{Pass: true, Checks: checks}
+		for _, c := range checks {
+			v.Pass = v.Pass && c.Pass
+		}
+		return "sale of REHEARSE-1 at http://127.0.0.1:1: 10000 reservations offered\n" + v.String() + "\n"
+	}
+	for _, tc := range []struct {
+		name string
+		out  string
+		want bool
+	}{
+		{"passed", verdict(pass("supply"), pass("accounting"), pass("answers")), false},
+		{"503s to reservations and re-sends", verdict(pass("supply"), answers("reservation 503 UNAVAILABLE: 12", "re-send 503 UNAVAILABLE: 1")), true},
+		{"a 500", verdict(pass("supply"), answers("reservation 503 UNAVAILABLE: 12", "reservation 500: 1")), false},
+		{"no answer", verdict(pass("supply"), answers("confirm failed: timeout: 3")), false},
+		{"accounting too", verdict(sale.Check{Name: "accounting", Figures: "usedCount 990"}, answers("reservation 503 UNAVAILABLE: 1")), false},
+		{"supply alone", verdict(sale.Check{Name: "supply", Figures: "1001 granted"}, pass("answers")), false},
+		{"not run", "loadtest sale: cannot set up the sale: connection refused\n", false},
+	} {
+		if got := failedOnlyOnLoad(tc.out); got != tc.want {
+			t.Errorf("%s: failedOnlyOnLoad = %v; want %v, of:\n%s", tc.name, got, tc.want, tc.out)
+		}
 	}
 }
 
