@@ -2,9 +2,11 @@ package sale_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,12 +18,19 @@ import (
 )
 
 // recorder is a target that writes down every request it is sent, in the order they come, and
-// answers each reservation 409 OUT_OF_STOCK: the wire a sale's traffic goes out on.
+// answers as a voucher of recorderUses uses would: the first orders it sees are granted (201,
+// and 201 again when sent again), the rest refused 409 OUT_OF_STOCK, and every confirm and
+// release 200. Its answers depend on nothing but the requests and their order, so the same
+// requests get the same answers, and with them the same winners to confirm, release and re-send.
 type recorder struct {
 	addr     string
 	mu       sync.Mutex
 	requests []string
+	granted  map[string]bool // orderIds
 }
+
+// recorderUses is how many orders a recorder grants.
+const recorderUses = 30
 
 func startRecorder(t *testing.T) *recorder {
 	t.Helper()
@@ -29,34 +38,45 @@ func startRecorder(t *testing.T) *recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &recorder{addr: ln.Addr().String()}
+	r := &recorder{addr: ln.Addr().String(), granted: map[string]bool{}}
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
 		if string(ctx.Path()) == "/healthz" {
 			return
 		}
 		r.mu.Lock()
+		defer r.mu.Unlock()
 		r.requests = append(r.requests, fmt.Sprintf("%s %s %s", ctx.Method(), ctx.RequestURI(), ctx.PostBody()))
-		r.mu.Unlock()
-		ctx.SetStatusCode(409)
-		ctx.SetBodyString(`{"error":"OUT_OF_STOCK","message":"sold out"}`)
+		var order struct{ OrderID string }
+		switch {
+		case !strings.HasSuffix(string(ctx.Path()), "/reservations"): // a confirm or a release
+			ctx.SetBodyString(`{}`)
+		case json.Unmarshal(ctx.PostBody(), &order) == nil && (r.granted[order.OrderID] || len(r.granted) < recorderUses):
+			r.granted[order.OrderID] = true
+			ctx.SetStatusCode(201)
+			ctx.SetBodyString(`{"orderId":"` + order.OrderID + `","discountAmount":10}`)
+		default:
+			ctx.SetStatusCode(409)
+			ctx.SetBodyString(`{"error":"OUT_OF_STOCK","message":"sold out"}`)
+		}
 	}}
 	go srv.Serve(ln) //nolint:errcheck
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	return r
 }
 
-// take returns the requests recorded so far and forgets them.
+// take returns the requests recorded so far and forgets them and the orders it granted.
 func (r *recorder) take() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.requests
-	r.requests = nil
+	r.requests, r.granted = nil, map[string]bool{}
 	return out
 }
 
 // Two runs with one seed send the same requests: the same customers, orderIds and retries, in
-// the same order (one connection keeps the order); another seed sends others. The voucher is a
-// real backend's, read through its admin API; the reservations go to a recorder.
+// the same order (one connection keeps the order), then the same winners' confirms, releases
+// and re-sends; another seed sends others. The voucher is a real backend's, read through its
+// admin API; the requests go to a recorder.
 func TestASeedReplaysTheSameTraffic(t *testing.T) {
 	b := backendtest.Start(t, backendtest.Config(t))
 	b.CreateVoucher(t, backendtest.Voucher{Code: "REPLAY", Discount: 10, TotalLimit: 50, FlashSale: true})
@@ -76,8 +96,18 @@ func TestASeedReplaysTheSameTraffic(t *testing.T) {
 		return rec.take()
 	}
 	first, again, other := run(7), run(7), run(8)
-	if len(first) != 400 {
-		t.Fatalf("the recorder got %d requests; want 400", len(first))
+	confirms, releases := 0, 0
+	for _, r := range first[min(400, len(first)):] {
+		switch {
+		case strings.HasPrefix(r, "POST ") && strings.Contains(r, "/confirm "):
+			confirms++
+		case strings.HasPrefix(r, "DELETE "):
+			releases++
+		}
+	}
+	// 400 reservations, then the winners' follow-ups, then a re-send of each winner
+	if want := 400 + confirms + releases + recorderUses; len(first) != want || confirms == 0 || releases == 0 {
+		t.Fatalf("the recorder got %d requests, %d confirms and %d releases after the sale; want %d, some of each", len(first), confirms, releases, want)
 	}
 	if !slices.Equal(first, again) {
 		for i := range min(len(first), len(again)) {
