@@ -1,6 +1,9 @@
 package voucher
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
 
 // serviceMetrics are the flash path's numbers: how many winners each group commit writes, how
 // the compensating releases went, and each flash voucher's uses left.
@@ -46,4 +49,27 @@ func (m serviceMetrics) showLimit(v Voucher) {
 func (m serviceMetrics) forget(code string) {
 	m.usesLeft.DeleteLabelValues(code)
 	m.totalLimit.DeleteLabelValues(code)
+}
+
+// shown returns the codes this backend shows a gauge of.
+func (m serviceMetrics) shown() map[string]bool {
+	ch := make(chan prometheus.Metric)
+	go func() {
+		m.usesLeft.Collect(ch)
+		m.totalLimit.Collect(ch)
+		close(ch)
+	}()
+	codes := map[string]bool{}
+	for metric := range ch {
+		var d dto.Metric
+		if metric.Write(&d) != nil {
+			continue
+		}
+		for _, l := range d.GetLabel() {
+			if l.GetName() == "code" {
+				codes[l.GetValue()] = true
+			}
+		}
+	}
+	return codes
 }

@@ -111,3 +111,67 @@ func TestTotalLimitShownFromCreation(t *testing.T) {
 		t.Fatalf("after the delete: %d series; want none", n)
 	}
 }
+
+// With two backends, a flash voucher deleted or edited through one leaves or changes the other's
+// vouchergate_voucher_total_limit and uses_left at the other's next reconciliation (it hears of
+// neither otherwise); the vouchers still there keep their series.
+func TestAnotherBackendsDeleteLeavesAtReconciliation(t *testing.T) {
+	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	e := newEnv(t, voucher.Config{Metrics: regA}, nil)
+	other := voucher.NewService(e.store, e.gate, &recorder{}, voucher.Config{Metrics: regB, Clock: e.clock})
+	ctx := context.Background()
+	reconcileOther := func() {
+		t.Helper()
+		if _, err := other.ReconcileAll(ctx, voucher.ReconcileConfig{Grace: time.Minute}); err != nil {
+			t.Fatalf("reconcile on the other backend: %v", err)
+		}
+	}
+	gone := e.createFlash(t, "GONE", 3, 1)
+	e.createFlash(t, "STAYS", 4, 1)
+	reconcileOther()
+	if got := gauges(t, regB, "vouchergate_voucher_total_limit"); got["GONE"] != 3 || got["STAYS"] != 4 {
+		t.Fatalf("the other backend after a reconciliation: total_limit %v; want GONE 3, STAYS 4", got)
+	}
+
+	raised := 5
+	if _, err := e.svc.Edit(ctx, gone.Code, voucher.Edit{TotalLimit: &raised}); err != nil {
+		t.Fatalf("raise the limit: %v", err)
+	}
+	reconcileOther()
+	if got := gauges(t, regB, "vouchergate_voucher_total_limit"); got["GONE"] != 5 {
+		t.Fatalf("the other backend reconciled after the edit: total_limit %v; want GONE 5", got)
+	}
+
+	if err := e.svc.Delete(ctx, gone.Code); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	reconcileOther()
+	for _, name := range []string{"vouchergate_voucher_total_limit", "vouchergate_voucher_uses_left"} {
+		if got := gauges(t, regB, name); len(got) != 1 || got["STAYS"] == 0 {
+			t.Errorf("the other backend reconciled after the delete: %s %v; want STAYS only", name, got)
+		}
+	}
+}
+
+// gauges returns a gauge family's values by code.
+func gauges(t *testing.T, reg *prometheus.Registry, name string) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "code" {
+					out[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}

@@ -186,13 +186,16 @@ func (s *Service) recount(ctx context.Context, v Voucher, rep *Reconciliation) e
 	return nil
 }
 
-// ReconcileAll reconciles every flash voucher that has not ended more than a day ago.
+// ReconcileAll reconciles every flash voucher that has not ended more than a day ago, and
+// drops the gauges of the vouchers it no longer lists (forgetUnlisted).
 func (s *Service) ReconcileAll(ctx context.Context, rc ReconcileConfig) ([]Reconciliation, error) {
 	began := time.Now().UnixNano()
+	shown := s.counts.shown() // before the list: a voucher created meanwhile is not dropped
 	list, err := s.store.FlashVouchers(ctx, s.cfg.Clock.Now().Add(-24*time.Hour))
 	if err != nil {
 		return nil, s.unavailable(err, "reconcile")
 	}
+	s.forgetUnlisted(shown, list)
 	reports := make([]Reconciliation, 0, len(list))
 	var errs []error
 	for _, v := range list {
@@ -207,6 +210,19 @@ func (s *Service) ReconcileAll(ctx context.Context, rc ReconcileConfig) ([]Recon
 		s.trustGateSince(began) // every flash voucher agrees with the database again
 	}
 	return reports, errors.Join(errs...)
+}
+
+// forgetUnlisted drops the gauges of the codes shown that list lacks: a voucher deleted through
+// another backend (the deleting one drops them at once, and no backend hears of it otherwise),
+// or one that ended more than a day ago, leaves a backend's dashboard series at its next
+// reconciliation instead of at its restart.
+func (s *Service) forgetUnlisted(shown map[string]bool, list []Voucher) {
+	for _, v := range list {
+		delete(shown, v.Code)
+	}
+	for code := range shown {
+		s.counts.forget(code)
+	}
 }
 
 // WarmUpcoming loads into Redis every flash voucher that opens within ahead or is open now,
