@@ -5,14 +5,16 @@
 # distroless static: CA certificates, /etc/passwd with the nonroot user, no shell. The one extra
 # file is busybox's wget (static, ~1 MB), so that docker-compose can health-check /readyz.
 #
-# It needs no BuildKit (no RUN --mount, no syntax line): Debian's docker.io 20.10 with
-# docker-compose 1.29 builds with the classic builder, which BuildKit's cache mounts would stop.
+# It needs no BuildKit (no syntax line, no heredoc, no RUN --mount nor other BuildKit-only flag),
+# which Debian's docker.io 20.10 with docker-compose 1.29 leave off: written for the classic
+# builder, checked by reading it (go test ./configs/), not by a build with that pair.
 # The modules are downloaded in a layer of their own, so a change to the code rebuilds from
 # there; the compile cache is not kept between builds.
 #
 # Images are pinned to a release; distroless has no release tags, only the rolling nonroot
 # tag (pin it by digest for a reproducible build: crane digest gcr.io/distroless/static-debian12:nonroot).
 
+# The Go release go.mod names (a test holds them equal).
 ARG GO_VERSION=1.26.8
 
 FROM golang:${GO_VERSION}-bookworm AS build
