@@ -105,6 +105,49 @@ func TestPauseAnsweredAtTheEdgeWithTheBackendDown(t *testing.T) {
 	}
 }
 
+// A sale put off after it granted orders (startsAt moved an hour ahead, then paused): through
+// the edge, granted orders keep their 201 with the discount they were given and their dry run
+// says valid, while new orders are refused NOT_STARTED by the backend, then PAUSED from the
+// edge's memory.
+func TestPostponedSaleKeepsGrantedOrdersThroughTheEdge(t *testing.T) {
+	cfg := backendtest.Config(t)
+	b := backendtest.Start(t, cfg)
+	e := startEdge(t, edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b.Addr))
+	b.CreateVoucher(t, backendtest.Voucher{Code: "LATER", Discount: 5000, TotalLimit: 5, FlashSale: true})
+	var granted []string
+	for i := range 2 {
+		order := fmt.Sprintf("LATER-order-%d", i)
+		if a := e.reserve(t, "LATER", fmt.Sprintf("cust-%d", i), order); a.Status != 201 {
+			t.Fatalf("reserve %s: %d %s", order, a.Status, a.Body)
+		}
+		granted = append(granted, order)
+	}
+	starts := time.Now().Add(time.Hour).UTC()
+	editVoucher(t, b, "LATER", fmt.Sprintf(`{"discountAmount":100,"startsAt":%q,"endsAt":%q}`,
+		starts.Format(time.RFC3339), starts.Add(24*time.Hour).Format(time.RFC3339)))
+	keeps := func(when, reason string) {
+		t.Helper()
+		for i, order := range granted {
+			customer := fmt.Sprintf("cust-%d", i)
+			if a := e.reserve(t, "later", customer, order); a.Status != 201 || discountOf(t, a.Body) != 5000 {
+				t.Errorf("retry of granted %s through the edge %s: %d %s; want its 201 with 5000 off", order, when, a.Status, a.Body)
+			}
+			body := fmt.Sprintf(`{"customerId":%q,"orderId":%q,"orderAmount":10000}`, customer, order)
+			if a := e.do(t, "POST", "/vouchers/LATER/validate", body); a.Status != 200 || a.Body != `{"valid":true,"discountAmount":5000}` {
+				t.Errorf("dry run of granted %s through the edge %s: %d %s; want valid with 5000 off", order, when, a.Status, a.Body)
+			}
+		}
+		if a := e.reserve(t, "LATER", "new", "new-"+when); a.Status != 422 || !strings.Contains(a.Body, `"reason":"`+reason+`"`) {
+			t.Errorf("a new order through the edge %s: %d %s; want 422 NOT_ELIGIBLE %s", when, a.Status, a.Body, reason)
+		}
+	}
+	keeps("postponed", wire.ReasonNotStarted)
+	editVoucher(t, b, "LATER", `{"active":false}`)
+	testkit.Eventually(t, "the edge learns the pause over NATS", func() bool { return e.pausedAtTheEdge("LATER") })
+	keeps("postponed-and-paused", wire.ReasonPaused)
+	b.CheckInvariants(t, "LATER", granted)
+}
+
 // A sold-out voucher whose limit is raised is sold again through the edges within a second:
 // the edit's new state (back in stock) reaches them over NATS.
 func TestRaisedLimitReachesTheEdgeWithinASecond(t *testing.T) {
