@@ -180,6 +180,43 @@ func TestRaisedLimitReachesTheEdgeWithinASecond(t *testing.T) {
 	b.CheckInvariants(t, "MORE", nil)
 }
 
+// A refund on a sold-out flash voucher sells its use again through the edges within a second:
+// the back-in-stock state reaches them over NATS (their own sold-out entry would last a minute,
+// with no reading ahead).
+func TestRefundReachesTheEdgeWithinASecond(t *testing.T) {
+	cfg := backendtest.Config(t)
+	b := backendtest.Start(t, cfg)
+	ecfg := edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b.Addr)
+	ecfg.SoldOutTTL, ecfg.SoldOutRefresh = time.Minute, 0
+	e := startEdge(t, ecfg)
+	granted := sellOutAndLearn(t, b, e, "REFUNDED", 3)
+	base := "/vouchers/REFUNDED/reservations/" + granted[0]
+	if a := e.do(t, "POST", base+"/confirm", ""); a.Status != 200 {
+		t.Fatalf("confirm %s through the edge: %d %s", granted[0], a.Status, a.Body)
+	}
+	if a := e.do(t, "POST", base+"/refund", ""); a.Status != 200 {
+		t.Fatalf("refund %s through the edge: %d %s", granted[0], a.Status, a.Body)
+	}
+	refunded := time.Now()
+	var resold string
+	for i := 0; resold == ""; i++ {
+		order := fmt.Sprintf("after-%d", i)
+		switch a := e.reserve(t, "REFUNDED", order, order); {
+		case a.Status == 201:
+			resold = order
+		case a.Status != 409 || time.Since(refunded) > time.Second:
+			t.Fatalf("a new order %v after the refund: %d %s", time.Since(refunded).Round(time.Millisecond), a.Status, a.Body)
+		default:
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	t.Logf("sold again %v after the refund", time.Since(refunded).Round(time.Millisecond))
+	if a := e.reserve(t, "REFUNDED", "last", "last-0"); a.Status != 409 {
+		t.Errorf("past the use the refund gave back: %d %s; want 409", a.Status, a.Body)
+	}
+	b.CheckInvariants(t, "REFUNDED", append(granted[1:], resold))
+}
+
 // Through the edge, a voucher's code is taken in any case on every route that names one, and a
 // sold-out voucher's new orders are answered from memory whatever the case sent.
 func TestCodesInAnyCaseThroughTheEdge(t *testing.T) {
