@@ -3,8 +3,6 @@ package api_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +15,7 @@ import (
 	"vouchergate/backend/voucher"
 	"vouchergate/shared/keys"
 	"vouchergate/shared/wire"
+	"vouchergate/testkit"
 )
 
 // watchRemaining reads a flash voucher's uses left in Redis until stop is closed and returns
@@ -140,12 +139,7 @@ func TestPerUserLimitChangedKeepsHolds(t *testing.T) {
 	forBothPaths(t, func(t *testing.T, flash bool) {
 		b := backendtest.Start(t, backendtest.Config(t))
 		b.CreateVoucher(t, backendtest.Voucher{Code: "PER", Discount: 10, TotalLimit: 20, PerUserLimit: 3, FlashSale: flash})
-		expect := func(order string, wantStatus int, wantCode string) {
-			t.Helper()
-			if a := reserve(t, b, "PER", "alice", order, 100); a.status != wantStatus || a.code != wantCode {
-				t.Fatalf("alice reserving %s: %+v; want %d %s", order, a, wantStatus, wantCode)
-			}
-		}
+		expect := aliceReserving(t, b, "PER")
 		for _, o := range []string{"a1", "a2", "a3"} {
 			expect(o, 201, "")
 		}
@@ -182,12 +176,7 @@ func TestPerUserLimitLoweredWithALowSlotFree(t *testing.T) {
 	forBothPaths(t, func(t *testing.T, flash bool) {
 		b := backendtest.Start(t, backendtest.Config(t))
 		b.CreateVoucher(t, backendtest.Voucher{Code: "SLOT", Discount: 10, TotalLimit: 20, PerUserLimit: 3, FlashSale: flash})
-		expect := func(order string, wantStatus int, wantCode string) {
-			t.Helper()
-			if a := reserve(t, b, "SLOT", "alice", order, 100); a.status != wantStatus || a.code != wantCode {
-				t.Fatalf("alice reserving %s: %+v; want %d %s", order, a, wantStatus, wantCode)
-			}
-		}
+		expect := aliceReserving(t, b, "SLOT")
 		for _, o := range []string{"a1", "a2", "a3"} {
 			expect(o, 201, "")
 		}
@@ -232,7 +221,8 @@ func TestInvariantsCatchAnOverGrantAfterALoweredLimit(t *testing.T) {
 	}
 	b.Do(t, "DELETE", "/vouchers/OVER/reservations/a1", nil)
 	mustEdit(t, b, "OVER", map[string]any{"perUserLimit": 1})
-	if f := invariantFailures(b, "OVER"); len(f) != 0 {
+	check := func(t testing.TB) { b.CheckInvariants(t, "OVER", nil) }
+	if f := testkit.Failed(t, check); len(f) != 0 {
 		t.Fatalf("holds kept above a lowered limit: %v; want none", f)
 	}
 	// the over-grant the guarded writes refuse: slot 1 written for her under the limit of 1
@@ -240,37 +230,21 @@ func TestInvariantsCatchAnOverGrantAfterALoweredLimit(t *testing.T) {
 		INSERT INTO redemptions (voucher_code, per_user_limit, customer_id, order_id, slot, status, order_amount,
 			discount_amount, reserved_at, hold_expires_at)
 		SELECT code, per_user_limit, 'alice', 'a4', 1, 'RESERVED', 100, 10, now(), now() + interval '15 minutes' FROM take`)
-	f := invariantFailures(b, "OVER")
+	f := testkit.Failed(t, check)
 	if len(f) != 1 || !strings.HasPrefix(f[0], "D2 OVER: 1 active redemptions (such as a4)") {
 		t.Errorf("the invariants after an over-grant: %q; want D2 naming a4", f)
 	}
 }
 
-// invariantFailures runs CheckInvariants on code and returns what it reported.
-func invariantFailures(b *backendtest.Backend, code string) []string {
-	var f failures
-	done := make(chan struct{})
-	go func() { // a Fatalf ends the goroutine, as it would a test's
-		defer close(done)
-		b.CheckInvariants(&f, code, nil)
-	}()
-	<-done
-	return f.said
-}
-
-// failures is a test that records what it is told instead of failing.
-type failures struct {
-	testing.TB
-	said []string
-}
-
-func (f *failures) Helper() {}
-func (f *failures) Errorf(format string, args ...any) {
-	f.said = append(f.said, fmt.Sprintf(format, args...))
-}
-func (f *failures) Fatalf(format string, args ...any) {
-	f.Errorf(format, args...)
-	runtime.Goexit()
+// aliceReserving returns a check that alice's reservation of an order of code is answered
+// with a status and an error code ("" for none).
+func aliceReserving(t *testing.T, b *backendtest.Backend, code string) func(order string, wantStatus int, wantCode string) {
+	return func(order string, wantStatus int, wantCode string) {
+		t.Helper()
+		if a := reserve(t, b, code, "alice", order, 100); a.status != wantStatus || a.code != wantCode {
+			t.Fatalf("alice reserving %s: %+v; want %d %s", order, a, wantStatus, wantCode)
+		}
+	}
 }
 
 // Customers racing past a lowered perUserLimit: each holds what they held before, and no
