@@ -5,24 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"runtime"
 	"testing"
 )
-
-// failures records what a check under test reports; Fatalf ends its goroutine as testing's does.
-type failures struct {
-	testing.TB
-	said []string
-}
-
-func (f *failures) Helper() {}
-func (f *failures) Errorf(format string, args ...any) {
-	f.said = append(f.said, fmt.Sprintf(format, args...))
-}
-func (f *failures) Fatalf(format string, args ...any) {
-	f.Errorf(format, args...)
-	runtime.Goexit()
-}
 
 // scrape runs ScrapeMetrics on a server answering text, and returns what it reported.
 func scrape(t *testing.T, text string) (Metrics, []string) {
@@ -31,15 +15,9 @@ func scrape(t *testing.T, text string) (Metrics, []string) {
 		fmt.Fprint(w, text)
 	}))
 	defer srv.Close()
-	f := &failures{TB: t}
 	var m Metrics
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		m = ScrapeMetrics(f, srv.URL)
-	}()
-	<-done
-	return m, f.said
+	said := Failed(t, func(t testing.TB) { m = ScrapeMetrics(t, srv.URL) })
+	return m, said
 }
 
 // ScrapeMetrics lints with promtool where it is installed and with promlint where it is not;

@@ -46,10 +46,10 @@ func (s *Server) listVouchers(ctx *fasthttp.RequestCtx) {
 
 // listRedemptions answers GET /admin/vouchers/{code}/redemptions?status=S&customerId=C&limit=N&after=ID:
 // wire.RedemptionPage, the voucher's redemptions ordered by id, limit (1–500, default 50) to a
-// page, after the id after (a decimal string, as next gives it). status (RESERVED, CONFIRMED or
-// RELEASED) and customerId (as stored, so 42 for the customer reserving with 42 or "42"; '+' must
-// be sent as %2B) keep only the redemptions that match. An unknown voucher is a 404
-// VOUCHER_NOT_FOUND; a query parameter it does not take, or one given twice, is a 400.
+// page, after the id after (a decimal string, as next gives it). status (RESERVED, CONFIRMED,
+// RELEASED or REFUNDED) and customerId (as stored, so 42 for the customer reserving with 42 or
+// "42"; '+' must be sent as %2B) keep only the redemptions that match. An unknown voucher is a
+// 404 VOUCHER_NOT_FOUND; a query parameter it does not take, or one given twice, is a 400.
 func (s *Server) listRedemptions(ctx *fasthttp.RequestCtx, code string) {
 	f, limit, err := redemptionQuery(ctx.QueryArgs())
 	if err != nil {

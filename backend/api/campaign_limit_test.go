@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"vouchergate/backend/voucher"
 	"vouchergate/shared/keys"
 	"vouchergate/shared/wire"
+	"vouchergate/testkit"
 )
 
 // watchRemaining reads a flash voucher's uses left in Redis until stop is closed and returns
@@ -137,12 +139,7 @@ func TestPerUserLimitChangedKeepsHolds(t *testing.T) {
 	forBothPaths(t, func(t *testing.T, flash bool) {
 		b := backendtest.Start(t, backendtest.Config(t))
 		b.CreateVoucher(t, backendtest.Voucher{Code: "PER", Discount: 10, TotalLimit: 20, PerUserLimit: 3, FlashSale: flash})
-		expect := func(order string, wantStatus int, wantCode string) {
-			t.Helper()
-			if a := reserve(t, b, "PER", "alice", order, 100); a.status != wantStatus || a.code != wantCode {
-				t.Fatalf("alice reserving %s: %+v; want %d %s", order, a, wantStatus, wantCode)
-			}
-		}
+		expect := aliceReserving(t, b, "PER")
 		for _, o := range []string{"a1", "a2", "a3"} {
 			expect(o, 201, "")
 		}
@@ -168,6 +165,86 @@ func TestPerUserLimitChangedKeepsHolds(t *testing.T) {
 		}
 		b.CheckInvariants(t, "PER", []string{"a1", "a7", "b1"})
 	})
+}
+
+// A lowered perUserLimit refuses more by counting the customer's active rows, not only by
+// looking for a free slot: with a limit of 3 she holds a1–a3 and releases a1, so slot 1 is free
+// when the limit is lowered to 1; a new order is refused ALREADY_USED, and so is its dry run. On
+// the flash path the gate refuses it first; with her count lost from the gate (Redis lost a
+// write), the database's write refuses it and the gate's use is given back. Both paths.
+func TestPerUserLimitLoweredWithALowSlotFree(t *testing.T) {
+	forBothPaths(t, func(t *testing.T, flash bool) {
+		b := backendtest.Start(t, backendtest.Config(t))
+		b.CreateVoucher(t, backendtest.Voucher{Code: "SLOT", Discount: 10, TotalLimit: 20, PerUserLimit: 3, FlashSale: flash})
+		expect := aliceReserving(t, b, "SLOT")
+		for _, o := range []string{"a1", "a2", "a3"} {
+			expect(o, 201, "")
+		}
+		if st, body := b.Do(t, "DELETE", "/vouchers/SLOT/reservations/a1", nil); st != 200 {
+			t.Fatalf("release a1: %d %s", st, body)
+		}
+		mustEdit(t, b, "SLOT", map[string]any{"perUserLimit": 1})
+		if a := validate(t, b, "SLOT", "alice", "a4", 100); a.status != 409 || a.code != wire.CodeAlreadyUsed {
+			t.Errorf("dry run of a new order with slot 1 free and 2 held of 1: %+v; want ALREADY_USED", a)
+		}
+		expect("a4", 409, wire.CodeAlreadyUsed)
+		if flash {
+			k := keys.ForVoucher(b.Config.RedisPrefix, "SLOT")
+			if err := b.App.Redis.HDel(context.Background(), k.Users, "alice").Err(); err != nil {
+				t.Fatal(err)
+			}
+			expect("a5", 409, wire.CodeAlreadyUsed)
+			if g := readRedis(t, b, "SLOT"); g.Remaining != 18 || len(g.Orders) != 2 {
+				t.Errorf("the gate after the database refused a5: remaining %d, orders %v; want 18 and a2, a3", g.Remaining, g.Orders)
+			}
+			b.Do(t, "POST", "/admin/reconcile?code=SLOT", nil) // her count, rebuilt from the orders
+		}
+		b.CheckInvariants(t, "SLOT", []string{"a2", "a3"})
+		b.Do(t, "DELETE", "/vouchers/SLOT/reservations/a2", nil)
+		expect("a6", 409, wire.CodeAlreadyUsed) // a3 is the one she may hold
+		b.Do(t, "DELETE", "/vouchers/SLOT/reservations/a3", nil)
+		expect("a7", 201, "")
+		b.CheckInvariants(t, "SLOT", []string{"a7"})
+	})
+}
+
+// A customer holding more than a lowered perUserLimit, written under the old one, is within
+// D2; a row written past the limit it was written under is not, though she holds no more than
+// the highest limit of her rows (the check must not take the highest).
+func TestInvariantsCatchAnOverGrantAfterALoweredLimit(t *testing.T) {
+	b := backendtest.Start(t, backendtest.Config(t))
+	b.CreateVoucher(t, backendtest.Voucher{Code: "OVER", Discount: 10, TotalLimit: 20, PerUserLimit: 3})
+	for _, o := range []string{"a1", "a2", "a3"} {
+		if a := reserve(t, b, "OVER", "alice", o, 100); a.status != 201 {
+			t.Fatalf("reserve %s: %+v", o, a)
+		}
+	}
+	b.Do(t, "DELETE", "/vouchers/OVER/reservations/a1", nil)
+	mustEdit(t, b, "OVER", map[string]any{"perUserLimit": 1})
+	check := func(t testing.TB) { b.CheckInvariants(t, "OVER", nil) }
+	if f := testkit.Failed(t, check); len(f) != 0 {
+		t.Fatalf("holds kept above a lowered limit: %v; want none", f)
+	}
+	// the over-grant the guarded writes refuse: slot 1 written for her under the limit of 1
+	exec(t, b, `WITH take AS (UPDATE vouchers SET used_count = used_count + 1 WHERE code = 'OVER' RETURNING code, per_user_limit)
+		INSERT INTO redemptions (voucher_code, per_user_limit, customer_id, order_id, slot, status, order_amount,
+			discount_amount, reserved_at, hold_expires_at)
+		SELECT code, per_user_limit, 'alice', 'a4', 1, 'RESERVED', 100, 10, now(), now() + interval '15 minutes' FROM take`)
+	f := testkit.Failed(t, check)
+	if len(f) != 1 || !strings.HasPrefix(f[0], "D2 OVER: 1 active redemptions (such as a4)") {
+		t.Errorf("the invariants after an over-grant: %q; want D2 naming a4", f)
+	}
+}
+
+// aliceReserving returns a check that alice's reservation of an order of code is answered
+// with a status and an error code ("" for none).
+func aliceReserving(t *testing.T, b *backendtest.Backend, code string) func(order string, wantStatus int, wantCode string) {
+	return func(order string, wantStatus int, wantCode string) {
+		t.Helper()
+		if a := reserve(t, b, code, "alice", order, 100); a.status != wantStatus || a.code != wantCode {
+			t.Fatalf("alice reserving %s: %+v; want %d %s", order, a, wantStatus, wantCode)
+		}
+	}
 }
 
 // Customers racing past a lowered perUserLimit: each holds what they held before, and no

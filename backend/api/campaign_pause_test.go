@@ -106,3 +106,51 @@ func TestPauseAndResumeMidSale(t *testing.T) {
 		b.CheckInvariants(t, "PAUSE", append(granted, rest...))
 	})
 }
+
+// A sale put off after it granted orders: PATCH startsAt to an hour from now (with a new
+// discount), then a pause. Granted orders keep their 201 with the discount they were given, on
+// either backend, and their dry run says valid; new orders are refused NOT_STARTED, then PAUSED;
+// confirm still works. Both paths.
+func TestPostponedSaleKeepsGrantedOrders(t *testing.T) {
+	forBothPaths(t, func(t *testing.T, flash bool) {
+		cfg := backendtest.Config(t)
+		b, other := backendtest.Start(t, cfg), backendtest.Start(t, cfg)
+		b.CreateVoucher(t, backendtest.Voucher{Code: "LATER", Discount: 10, TotalLimit: 10, FlashSale: flash})
+		granted := []string{"o1", "o2"}
+		for _, o := range granted {
+			if a := reserve(t, b, "LATER", "cust-"+o, o, 1000); a.status != 201 {
+				t.Fatalf("reserve %s: %+v", o, a)
+			}
+		}
+		if st, body := b.Do(t, "POST", "/vouchers/LATER/reservations/o2/confirm", nil); st != 200 {
+			t.Fatalf("confirm o2: %d %s", st, body)
+		}
+		starts := time.Now().Add(time.Hour).UTC()
+		mustEdit(t, b, "LATER", map[string]any{"startsAt": starts.Format(time.RFC3339),
+			"endsAt": starts.Add(24 * time.Hour).Format(time.RFC3339), "discountAmount": 40})
+		keeps := func(when, wantReason string) {
+			t.Helper()
+			for i, o := range granted {
+				for _, via := range []*backendtest.Backend{b, other} {
+					if a := reserve(t, via, "LATER", "cust-"+o, o, 1000); a.status != 201 || a.discount != 10 {
+						t.Errorf("retry of granted %s %s: %+v; want its 201 with 10 off", o, when, a)
+					}
+					if a := validate(t, via, "LATER", "cust-"+o, o, 1000); a.status != 201 || a.discount != 10 {
+						t.Errorf("dry run of granted %s %s: %+v; want valid with 10 off", o, when, a)
+					}
+				}
+				order := fmt.Sprintf("new-%s-%d", wantReason, i)
+				if a := reserve(t, b, "LATER", "cust-"+order, order, 1000); a.status != 422 || a.reason != wantReason {
+					t.Errorf("a new order %s: %+v; want 422 NOT_ELIGIBLE %s", when, a, wantReason)
+				}
+			}
+		}
+		keeps("after the start was postponed", wire.ReasonNotStarted)
+		mustEdit(t, b, "LATER", map[string]any{"active": false})
+		keeps("after the postponed sale was paused", wire.ReasonPaused)
+		if st, body := other.Do(t, "POST", "/vouchers/LATER/reservations/o1/confirm", nil); st != 200 {
+			t.Errorf("confirm o1 of the postponed sale: %d %s", st, body)
+		}
+		b.CheckInvariants(t, "LATER", granted)
+	})
+}

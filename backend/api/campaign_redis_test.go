@@ -16,10 +16,11 @@ import (
 // The warm-up and the reconciler agree with every edit. A flash voucher is reserved, released,
 // confirmed, refunded and edited (limit, per-customer limit, pause); Redis is then killed and
 // comes back empty. The warm-up loads it from the database with the edited definition: uses
-// left = the edited limit minus the active rows, paused, the lowered per-customer limit; the
-// reconciler finds no drift. A gate that lost its definition, holds an older one, or one the
-// database never committed is put right by the next reservation or reconciliation. An edit
-// while Redis is down answers 503 and writes nothing.
+// left = the edited limit minus the active rows, paused, the lowered per-customer limit.
+// Every reconciliation (after each edit, after the warm-up, after the resume) finds the uses
+// right: no drift, nothing put back, released or recounted. A gate that lost its definition,
+// holds an older one, or one the database never committed is put right by the next
+// reservation or reconciliation. An edit while Redis is down answers 503 and writes nothing.
 func TestWarmupAndReconcileAgreeWithEdits(t *testing.T) {
 	rs := testkit.StartRedis(t)
 	cfg := backendtest.Config(t)
@@ -41,9 +42,14 @@ func TestWarmupAndReconcileAgreeWithEdits(t *testing.T) {
 		t.Fatalf("refund d1: %d", st)
 	}
 	active := []string{"a2", "b2", "c1", "c2", "d2", "e1", "e2"}
+	reconcileClean(t, b, "WARM", 50, len(active))
+	// each edit leaves Redis as reconciliation would: nothing to put back, recount or release
 	mustEdit(t, b, "WARM", map[string]any{"totalLimit": 30})
+	reconcileClean(t, b, "WARM", 30, len(active))
 	mustEdit(t, b, "WARM", map[string]any{"perUserLimit": 1, "discountAmount": 20})
+	reconcileClean(t, b, "WARM", 30, len(active))
 	mustEdit(t, b, "WARM", map[string]any{"active": false})
+	reconcileClean(t, b, "WARM", 30, len(active))
 	b.CheckInvariants(t, "WARM", active)
 
 	rs.Kill()
@@ -61,6 +67,7 @@ func TestWarmupAndReconcileAgreeWithEdits(t *testing.T) {
 			view.Revision, view.TotalLimit, deref(view.RedisRemaining), 30-len(active))
 	}
 	b.CheckInvariants(t, "WARM", active) // the gate's definition: revision 4, 30, 1, paused
+	reconcileClean(t, b, "WARM", 30, len(active))
 	state := voucherState(t, b, "WARM")
 	if !state.Paused || state.Holders == nil || !state.Holders.MayHold([]byte("a2")) {
 		t.Errorf("the state after the warm-up: %+v; want paused with its holders", state)
@@ -69,6 +76,7 @@ func TestWarmupAndReconcileAgreeWithEdits(t *testing.T) {
 		t.Errorf("a new order of the paused voucher after the warm-up: %+v", a)
 	}
 	mustEdit(t, b, "WARM", map[string]any{"active": true})
+	reconcileClean(t, b, "WARM", 30, len(active))
 	if a := reserve(t, b, "WARM", "cust-a", "a3", 100); a.code != wire.CodeAlreadyUsed {
 		t.Errorf("cust-a, holding 1 of the lowered limit 1: %+v; want ALREADY_USED", a)
 	}
@@ -113,8 +121,9 @@ func TestWarmupAndReconcileAgreeWithEdits(t *testing.T) {
 	b.CheckInvariants(t, "WARM", active)
 }
 
-// reconcileClean reconciles code and fails the test unless the report agrees with the
-// database: total_limit total, that many less active uses left, and Redis recounted to it.
+// reconcileClean reconciles code and fails the test unless Redis already agreed with the
+// database: total_limit total, that many less active uses left before and after, no drift, and
+// nothing loaded, put back, released or recounted.
 func reconcileClean(t *testing.T, b *backendtest.Backend, code string, total, active int) {
 	t.Helper()
 	st, raw := b.Do(t, "POST", "/admin/reconcile?code="+code, nil)
@@ -123,8 +132,10 @@ func reconcileClean(t *testing.T, b *backendtest.Backend, code string, total, ac
 		t.Fatalf("reconcile %s: %d %s", code, st, raw)
 	}
 	r := rep.Vouchers[0]
-	if r.TotalLimit != total || r.Expected != int64(total-active) || r.RemainingAfter != r.Expected || len(r.Released) != 0 {
-		t.Errorf("reconcile %s: %+v; want total %d, %d left after", code, r, total, total-active)
+	left := int64(total - active)
+	if r.TotalLimit != total || r.Expected != left || r.RemainingBefore != left || r.RemainingAfter != left || r.Drift != 0 ||
+		r.Loaded || r.Recounted || len(r.PutBack) != 0 || len(r.Released) != 0 || r.InFlight != 0 {
+		t.Errorf("reconcile %s: %+v; want total %d, %d left before and after, and nothing to repair", code, r, total, left)
 	}
 }
 

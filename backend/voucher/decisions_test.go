@@ -329,6 +329,8 @@ func TestRetryOfAGrantedOrderGetsTheSameAnswer(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{name: "after an edit postponed the start", do: func(t *testing.T, f *fakeEnv, code string) { postpone(t, f, code, false) }},
+		{name: "after an edit postponed the start and paused it", do: func(t *testing.T, f *fakeEnv, code string) { postpone(t, f, code, true) }},
 	}
 	for _, flash := range []bool{false, true} {
 		for _, th := range then {
@@ -351,9 +353,32 @@ func TestRetryOfAGrantedOrderGetsTheSameAnswer(t *testing.T) {
 				if f.store.used(code) != used {
 					t.Errorf("the retry took a use: used_count %d, was %d", f.store.used(code), used)
 				}
+				dry, err := f.svc.Validate(context.Background(), voucher.Request{Code: code, CustomerID: "c1", OrderID: "o1", OrderAmount: 70})
+				if err != nil || dry.DiscountAmount != first.DiscountAmount {
+					t.Errorf("validate of the granted order: %+v, %v; want valid with its discount %d", dry, err, first.DiscountAmount)
+				}
 				f.check(t, code, "o1")
 			})
 		}
+	}
+}
+
+// postpone edits the voucher's start to an hour from now (its end a day later), pausing it too
+// when paused: a sale put off after it had granted orders.
+func postpone(t *testing.T, f *fakeEnv, code string, paused bool) {
+	t.Helper()
+	starts := f.clock.Now().Add(time.Hour)
+	ends := starts.Add(24 * time.Hour)
+	e := voucher.Edit{StartsAt: &starts, EndsAt: &ends}
+	if paused {
+		active := false
+		e.Active = &active
+	}
+	if _, err := f.svc.Edit(context.Background(), code, e); err != nil {
+		t.Fatalf("postpone %s: %v", code, err)
+	}
+	if _, err := f.reserve(code, "c-new", "o-new"); !errors.Is(err, voucher.ErrNotEligible) {
+		t.Fatalf("a new order of postponed %s: %v; want ErrNotEligible", code, err)
 	}
 }
 

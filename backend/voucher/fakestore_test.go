@@ -57,6 +57,7 @@ func (s *fakeStore) CreateVoucher(ctx context.Context, v voucher.Voucher) error 
 	if _, ok := s.vouchers[v.Code]; ok {
 		return voucher.ErrVoucherExists
 	}
+	v.Revision = 1 // as the database's default: 1 as created
 	s.vouchers[v.Code] = &storedVoucher{Voucher: v}
 	return nil
 }

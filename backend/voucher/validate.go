@@ -102,10 +102,11 @@ func (s *Service) fromRow(ctx context.Context, req Request, grant Redemption) (R
 
 // closed answers a request the voucher refuses for why (Voucher.Refusal: paused, not open at
 // now, an order below its minimum): a granted order keeps its answer while the voucher is
-// paused and after it ended; any other gets why. Before the start no order can exist, so the
-// crowd waiting for the opening costs no lookup.
+// paused, after it ended, and after an edit postponed its start; any other gets why. Before the
+// start of a voucher never edited no order can exist, so the crowd waiting for its opening
+// costs no lookup.
 func (s *Service) closed(ctx context.Context, v Voucher, req Request, now time.Time, why error) (Redemption, error) {
-	if !now.Before(v.StartsAt) {
+	if !now.Before(v.StartsAt) || v.Revision > 1 {
 		if r, err := s.store.Redemption(ctx, req.OrderID); err == nil {
 			return answerRetry(req, r)
 		}

@@ -43,6 +43,16 @@ func TestValidateAgreesWithReserve(t *testing.T) {
 				f.mustReserve(t, "V", "c1", "o1")
 				f.clock.Advance(48 * time.Hour)
 			}},
+		{name: "a granted order after its start was postponed and it was paused", total: 2, perUser: 1, discount: 30,
+			before: func(t *testing.T, f *fakeEnv) {
+				f.mustReserve(t, "V", "c1", "o1")
+				postpone(t, f, "V", true)
+			}},
+		{name: "a new order after the start was postponed", total: 2, perUser: 2, want: voucher.ErrNotEligible,
+			before: func(t *testing.T, f *fakeEnv) {
+				f.mustReserve(t, "V", "c1", "o0")
+				postpone(t, f, "V", false)
+			}},
 		{name: "order of another customer", total: 3, perUser: 1, want: voucher.ErrAlreadyUsed,
 			before: func(t *testing.T, f *fakeEnv) { f.mustReserve(t, "V", "c2", "o1") }},
 		{name: "released order", total: 3, perUser: 1, want: voucher.ErrReleased, before: releasedBefore("V")},

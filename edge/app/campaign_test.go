@@ -31,6 +31,21 @@ func (e *edge) pausedAtTheEdge(code string) bool {
 	return en != nil && en.Paused()
 }
 
+// grant reserves n orders of code through the edge, "<code>-order-i" by "cust-i", and fails the
+// test unless each is granted. It returns the orders.
+func (e *edge) grant(t *testing.T, code string, n int) []string {
+	t.Helper()
+	var granted []string
+	for i := range n {
+		order := fmt.Sprintf("%s-order-%d", code, i)
+		if a := e.reserve(t, code, fmt.Sprintf("cust-%d", i), order); a.Status != 201 {
+			t.Fatalf("reserve %s: %d %s", order, a.Status, a.Body)
+		}
+		granted = append(granted, order)
+	}
+	return granted
+}
+
 // A pause mid-sale reaches the edges over NATS within a second, and they answer the paused
 // voucher's new orders from memory (422 NOT_ELIGIBLE PAUSED, the code in any case), with every
 // backend killed, for as long as the state bucket says so; granted orders still go to a backend
@@ -41,14 +56,7 @@ func TestPauseAnsweredAtTheEdgeWithTheBackendDown(t *testing.T) {
 	admin := p.Client()
 	e := startEdge(t, shieldConfig(cfg.NATSURL, cfg.NATSPrefix, p.Addr(), scale))
 	admin.CreateVoucher(t, backendtest.Voucher{Code: "HALT", Discount: 5000, TotalLimit: 10, FlashSale: true})
-	var granted []string
-	for i := range 3 {
-		order := fmt.Sprintf("HALT-order-%d", i)
-		if a := e.reserve(t, "HALT", fmt.Sprintf("cust-%d", i), order); a.Status != 201 {
-			t.Fatalf("reserve %s: %d %s", order, a.Status, a.Body)
-		}
-		granted = append(granted, order)
-	}
+	granted := e.grant(t, "HALT", 3)
 	editVoucher(t, admin, "HALT", `{"active":false}`)
 	paused := time.Now()
 	testkit.Eventually(t, "the edge learns the pause over NATS", func() bool { return e.pausedAtTheEdge("HALT") })
@@ -105,6 +113,42 @@ func TestPauseAnsweredAtTheEdgeWithTheBackendDown(t *testing.T) {
 	}
 }
 
+// A sale put off after it granted orders (startsAt moved an hour ahead, then paused): through
+// the edge, granted orders keep their 201 with the discount they were given and their dry run
+// says valid, while new orders are refused NOT_STARTED by the backend, then PAUSED from the
+// edge's memory.
+func TestPostponedSaleKeepsGrantedOrdersThroughTheEdge(t *testing.T) {
+	cfg := backendtest.Config(t)
+	b := backendtest.Start(t, cfg)
+	e := startEdge(t, edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b.Addr))
+	b.CreateVoucher(t, backendtest.Voucher{Code: "LATER", Discount: 5000, TotalLimit: 5, FlashSale: true})
+	granted := e.grant(t, "LATER", 2)
+	starts := time.Now().Add(time.Hour).UTC()
+	editVoucher(t, b, "LATER", fmt.Sprintf(`{"discountAmount":100,"startsAt":%q,"endsAt":%q}`,
+		starts.Format(time.RFC3339), starts.Add(24*time.Hour).Format(time.RFC3339)))
+	keeps := func(when, reason string) {
+		t.Helper()
+		for i, order := range granted {
+			customer := fmt.Sprintf("cust-%d", i)
+			if a := e.reserve(t, "later", customer, order); a.Status != 201 || discountOf(t, a.Body) != 5000 {
+				t.Errorf("retry of granted %s through the edge %s: %d %s; want its 201 with 5000 off", order, when, a.Status, a.Body)
+			}
+			body := fmt.Sprintf(`{"customerId":%q,"orderId":%q,"orderAmount":10000}`, customer, order)
+			if a := e.do(t, "POST", "/vouchers/LATER/validate", body); a.Status != 200 || a.Body != `{"valid":true,"discountAmount":5000}` {
+				t.Errorf("dry run of granted %s through the edge %s: %d %s; want valid with 5000 off", order, when, a.Status, a.Body)
+			}
+		}
+		if a := e.reserve(t, "LATER", "new", "new-"+when); a.Status != 422 || !strings.Contains(a.Body, `"reason":"`+reason+`"`) {
+			t.Errorf("a new order through the edge %s: %d %s; want 422 NOT_ELIGIBLE %s", when, a.Status, a.Body, reason)
+		}
+	}
+	keeps("postponed", wire.ReasonNotStarted)
+	editVoucher(t, b, "LATER", `{"active":false}`)
+	testkit.Eventually(t, "the edge learns the pause over NATS", func() bool { return e.pausedAtTheEdge("LATER") })
+	keeps("postponed-and-paused", wire.ReasonPaused)
+	b.CheckInvariants(t, "LATER", granted)
+}
+
 // A sold-out voucher whose limit is raised is sold again through the edges within a second:
 // the edit's new state (back in stock) reaches them over NATS.
 func TestRaisedLimitReachesTheEdgeWithinASecond(t *testing.T) {
@@ -117,24 +161,57 @@ func TestRaisedLimitReachesTheEdgeWithinASecond(t *testing.T) {
 	}
 	testkit.Eventually(t, "the edge holds the sell-out", func() bool { return e.knows("MORE") })
 	editVoucher(t, b, "MORE", `{"totalLimit":5}`)
-	raised := time.Now()
-	sold := 0
-	for i := 0; sold < 2; i++ {
-		a := e.reserve(t, "more", fmt.Sprintf("new-%d", i), fmt.Sprintf("new-order-%d", i))
-		switch {
-		case a.Status == 201:
-			sold++
-		case a.Status != 409 || time.Since(raised) > time.Second:
-			t.Fatalf("a new order %v after the raise: %d %s", time.Since(raised).Round(time.Millisecond), a.Status, a.Body)
-		default:
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	t.Logf("sold again %v after the raise", time.Since(raised).Round(time.Millisecond))
+	soldAgainWithinASecond(t, e, "more", "the raise", 2)
 	if a := e.reserve(t, "MORE", "last", "last-0"); a.Status != 409 {
 		t.Errorf("past the raised limit: %d %s; want 409", a.Status, a.Body)
 	}
 	b.CheckInvariants(t, "MORE", nil)
+}
+
+// soldAgainWithinASecond sends new orders of code through the edge, answered 409 until it
+// learns the voucher is back in stock, until n are granted, and fails the test unless that
+// takes less than a second from now (what happened: after). It returns the orders granted.
+func soldAgainWithinASecond(t *testing.T, e *edge, code, after string, n int) []string {
+	t.Helper()
+	since := time.Now()
+	var sold []string
+	for i := 0; len(sold) < n; i++ {
+		order := fmt.Sprintf("new-order-%d", i)
+		switch a := e.reserve(t, code, fmt.Sprintf("new-%d", i), order); {
+		case a.Status == 201:
+			sold = append(sold, order)
+		case a.Status != 409 || time.Since(since) > time.Second:
+			t.Fatalf("a new order %v after %s: %d %s", time.Since(since).Round(time.Millisecond), after, a.Status, a.Body)
+		default:
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	t.Logf("sold again %v after %s", time.Since(since).Round(time.Millisecond), after)
+	return sold
+}
+
+// A refund on a sold-out flash voucher sells its use again through the edges within a second:
+// the back-in-stock state reaches them over NATS (their own sold-out entry would last a minute,
+// with no reading ahead).
+func TestRefundReachesTheEdgeWithinASecond(t *testing.T) {
+	cfg := backendtest.Config(t)
+	b := backendtest.Start(t, cfg)
+	ecfg := edgeConfig(cfg.NATSURL, cfg.NATSPrefix, b.Addr)
+	ecfg.SoldOutTTL, ecfg.SoldOutRefresh = time.Minute, 0
+	e := startEdge(t, ecfg)
+	granted := sellOutAndLearn(t, b, e, "REFUNDED", 3)
+	base := "/vouchers/REFUNDED/reservations/" + granted[0]
+	if a := e.do(t, "POST", base+"/confirm", ""); a.Status != 200 {
+		t.Fatalf("confirm %s through the edge: %d %s", granted[0], a.Status, a.Body)
+	}
+	if a := e.do(t, "POST", base+"/refund", ""); a.Status != 200 {
+		t.Fatalf("refund %s through the edge: %d %s", granted[0], a.Status, a.Body)
+	}
+	resold := soldAgainWithinASecond(t, e, "REFUNDED", "the refund", 1)
+	if a := e.reserve(t, "REFUNDED", "last", "last-0"); a.Status != 409 {
+		t.Errorf("past the use the refund gave back: %d %s; want 409", a.Status, a.Body)
+	}
+	b.CheckInvariants(t, "REFUNDED", append(granted[1:], resold...))
 }
 
 // Through the edge, a voucher's code is taken in any case on every route that names one, and a

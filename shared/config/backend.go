@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"vouchergate/shared/wire"
 )
 
 // Backend is the backend process's settings.
@@ -91,9 +93,13 @@ func LoadBackend() (Backend, error) {
 	return c, c.Check()
 }
 
-// minFlashKeysKeep is the least VG_FLASH_KEYS_KEEP, less VG_HOLD_TTL: reconciliation reads a
-// flash voucher in Redis for a day after it ends (voucher.ReconcileAll).
+// minFlashKeysKeep is the least VG_FLASH_KEYS_KEEP, less the longest hold: reconciliation reads
+// a flash voucher in Redis for a day after it ends (voucher.ReconcileAll).
 const minFlashKeysKeep = 25 * time.Hour
+
+// longestHold is how long a hold taken just before its voucher ends may outlive it: VG_HOLD_TTL,
+// or the voucher's own holdTtl, which may be up to wire.MaxHoldTTL.
+func (c Backend) longestHold() time.Duration { return max(c.HoldTTL, wire.MaxHoldTTL) }
 
 // Check reports the first setting that cannot work, naming its variable.
 func (c Backend) Check() error {
@@ -126,9 +132,9 @@ func (c Backend) Check() error {
 		return fmt.Errorf("VG_SHUTDOWN_GRACE is %v; expected a positive duration such as 10s", c.ShutdownGrace)
 	case c.APIKeysPoll < 0:
 		return fmt.Errorf("VG_API_KEYS_POLL is %v; expected 0 (off: reload on SIGHUP only) or a positive duration such as 1s", c.APIKeysPoll)
-	case c.FlashKeysKeep != 0 && c.FlashKeysKeep < minFlashKeysKeep+c.HoldTTL:
-		return fmt.Errorf("VG_FLASH_KEYS_KEEP is %v; expected 0 (keep for good) or at least %v plus VG_HOLD_TTL (%v), such as 168h: reconciliation keeps a voucher a day after its end",
-			c.FlashKeysKeep, minFlashKeysKeep, c.HoldTTL)
+	case c.FlashKeysKeep != 0 && c.FlashKeysKeep < minFlashKeysKeep+c.longestHold():
+		return fmt.Errorf("VG_FLASH_KEYS_KEEP is %v; expected 0 (keep for good) or at least %v (%v plus the longest hold: VG_HOLD_TTL, %v, or a voucher's holdTtl, up to %v), such as 168h: reconciliation keeps a voucher a day after its end",
+			c.FlashKeysKeep, minFlashKeysKeep+c.longestHold(), minFlashKeysKeep, c.HoldTTL, wire.MaxHoldTTL)
 	case c.QuotaDurability != "" && c.QuotaDurability != "async" && c.QuotaDurability != "replicated": // "": filled by hand, async
 		return fmt.Errorf("VG_QUOTA_DURABILITY is %q; expected async (answer at once) or replicated (answer once VG_QUOTA_MIN_REPLICAS replicas have the write)", c.QuotaDurability)
 	case c.QuotaDurability == "replicated" && c.QuotaMinReplicas < 1:

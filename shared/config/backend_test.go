@@ -81,7 +81,7 @@ func TestLoadBackendErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"VG_DB_MAX_CONNS": "0"}, []string{"VG_DB_MAX_CONNS", "at least 1"}},
 		{map[string]string{"VG_DB_TIMEOUT": "2s", "VG_RECONCILE_GRACE": "4s"}, []string{"VG_RECONCILE_GRACE", "VG_DB_TIMEOUT"}},
 		{map[string]string{"VG_QUOTA_IDEM_TTL": "500ms"}, []string{"VG_QUOTA_IDEM_TTL", "at least 1s"}},
-		{map[string]string{"VG_FLASH_KEYS_KEEP": "24h"}, []string{"VG_FLASH_KEYS_KEEP", "0 (keep for good) or at least 25h0m0s plus VG_HOLD_TTL"}},
+		{map[string]string{"VG_FLASH_KEYS_KEEP": "48h"}, []string{"VG_FLASH_KEYS_KEEP", "0 (keep for good) or at least 49h0m0s", "holdTtl"}},
 		{map[string]string{"VG_LOG_FORMAT": "xml"}, []string{"VG_LOG_FORMAT", "text or json"}},
 		{map[string]string{"VG_LOG_LEVEL": "loud"}, []string{"VG_LOG_LEVEL", "debug, info, warn or error"}},
 		{map[string]string{"VG_MAX_BODY_BYTES": "100"}, []string{"VG_MAX_BODY_BYTES", "at least 256"}},
@@ -120,7 +120,8 @@ func TestBackendCheck(t *testing.T) {
 			RedisTimeout: 300 * time.Millisecond, DBMaxConns: 1, ReconcileGrace: 4*time.Second + time.Millisecond,
 			QuotaIdemTTL: time.Second, QuotaRefreshEvery: time.Nanosecond, MaxBodyBytes: 256, MaxHeaderBytes: 1024,
 			ShutdownGrace: time.Nanosecond, NATSReplicas: MaxNATSReplicas, APIKeysPoll: 0, /* off */
-			QuotaDurability: "replicated", QuotaMinReplicas: 1, QuotaWaitTimeout: 300*time.Millisecond - 1}
+			QuotaDurability: "replicated", QuotaMinReplicas: 1, QuotaWaitTimeout: 300*time.Millisecond - 1,
+			FlashKeysKeep: 49 * time.Hour}
 	}
 	if err := valid().Check(); err != nil {
 		t.Fatalf("settings at each bound's edge: %v", err)
@@ -147,7 +148,9 @@ func TestBackendCheck(t *testing.T) {
 		{"VG_QUOTA_WAIT_TIMEOUT", func(c *Backend) { c.QuotaWaitTimeout = time.Millisecond - 1 }},
 		{"VG_BACKEND_OPS_ADDR", func(c *Backend) { c.OpsAddr = "9080" }},
 		{"VG_API_KEYS_POLL", func(c *Backend) { c.APIKeysPoll = -time.Second }},
-		{"VG_FLASH_KEYS_KEEP", func(c *Backend) { c.FlashKeysKeep = 25*time.Hour + c.HoldTTL - 1 }},
+		// a day and an hour past the longest hold: a voucher's holdTtl of 24h, or VG_HOLD_TTL above it
+		{"VG_FLASH_KEYS_KEEP", func(c *Backend) { c.FlashKeysKeep = 49*time.Hour - 1 }},
+		{"VG_FLASH_KEYS_KEEP", func(c *Backend) { c.HoldTTL, c.FlashKeysKeep = 30*time.Hour, 55*time.Hour-1 }},
 		{"VG_FLASH_KEYS_KEEP", func(c *Backend) { c.FlashKeysKeep = -time.Hour }},
 		{"VG_SHUTDOWN_GRACE", func(c *Backend) { c.ShutdownGrace = 0 }},
 		{"VG_MAX_BODY_BYTES", func(c *Backend) { c.MaxBodyBytes = 255 }},
