@@ -13,8 +13,8 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// Timeout bounds the check of one partition. A partition not decided in time is reported
-// undecided, not rejected.
+// Timeout bounds the check of one partition. A partition not decided in time is undecided:
+// not rejected, but not checked either, and For fails the test for it.
 var Timeout = 2 * time.Minute
 
 // Result is what the check of a history found.
@@ -27,6 +27,10 @@ type Result struct {
 
 // Linearizable reports whether no partition was rejected.
 func (r Result) Linearizable() bool { return len(r.Failures) == 0 }
+
+// Decided reports whether every partition was decided within Timeout: a history with an
+// undecided partition is linearizable only as far as the check went.
+func (r Result) Decided() bool { return len(r.Undecided) == 0 }
 
 // Failure is a rejected partition, told by its smallest failing window: the shortest prefix of
 // the partition's history (by completion) that is already not linearizable, ending with the

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"vouchergate/backend/backendtest/history"
 )
@@ -446,4 +447,30 @@ func TestForFailsTheTestAndKeepsTheHistory(t *testing.T) {
 	if !strings.Contains(s.errs[0], dir) {
 		t.Errorf("the report does not name %s:\n%s", dir, s.errs[0])
 	}
+}
+
+// A partition the check cannot decide within Timeout fails the test as a rejected one does: a
+// history nobody checked proves nothing.
+func TestAnUndecidedPartitionFailsTheTest(t *testing.T) {
+	old := history.Timeout
+	history.Timeout = time.Nanosecond // over before the search of 200 concurrent deducts ends
+	t.Cleanup(func() { history.Timeout = old })
+
+	s := &spy{TB: t, name: t.Name() + "/slow check"}
+	r := history.For(s)
+	var calls []*history.Call
+	for i := range 200 {
+		calls = append(calls, r.Begin(history.Op{Kind: history.Deduct, Biz: 1, IdemKey: fmt.Sprint("k", i),
+			Items: []history.Item{{Type: "USER", Identity: "u", Dimensions: []string{"ITEM:1"}, Amount: 1}}}))
+	}
+	for i, c := range calls {
+		c.Op.Counters = []history.Counter{{Type: "USER", Identity: "u", Dimension: "ITEM:1", Window: "DAY/UTC", Used: int64(i + 1), Limit: 1000}}
+		c.Ok()
+	}
+	s.end()
+	t.Cleanup(func() { os.RemoveAll(history.Dir(s.name)) })
+	if len(s.errs) != 1 || !strings.Contains(s.errs[0], "not decided") || !strings.Contains(s.errs[0], "quota 1/USER:u") {
+		t.Fatalf("the test failed with %q; want the undecided partition named", s.errs)
+	}
+	t.Logf("%s", s.errs[0])
 }
