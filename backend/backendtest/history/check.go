@@ -342,6 +342,14 @@ func describe(op *Op) string {
 	return b.String()
 }
 
+func describeItems(items []Item) string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = fmt.Sprintf("%s:%s %d %v", it.Type, it.Identity, it.Amount, it.Dimensions)
+	}
+	return strings.Join(out, ", ")
+}
+
 func describeCall(op *Op) string {
 	switch op.Kind {
 	case Reserve:
@@ -351,13 +359,11 @@ func describeCall(op *Op) string {
 	case Close:
 		return "close " + op.Voucher
 	case Deduct:
-		items := make([]string, len(op.Items))
-		for i, it := range op.Items {
-			items[i] = fmt.Sprintf("%s:%s %d %v", it.Type, it.Identity, it.Amount, it.Dimensions)
-		}
-		return fmt.Sprintf("deduct biz %d key %s [%s]", op.Biz, op.IdemKey, strings.Join(items, ", "))
+		return fmt.Sprintf("deduct biz %d key %s [%s]", op.Biz, op.IdemKey, describeItems(op.Items))
 	case Rollback:
 		return fmt.Sprintf("rollback biz %d key %s", op.Biz, op.IdemKey)
+	case PartialRollback:
+		return fmt.Sprintf("partial rollback biz %d key %s as %s [%s]", op.Biz, op.IdemKey, op.RollbackKey, describeItems(op.Items))
 	case Usage:
 		return fmt.Sprintf("usage biz %d %s", op.Biz, op.Identity)
 	}

@@ -31,9 +31,10 @@ const (
 	Refund  Kind = "refund"  // POST /vouchers/{code}/reservations/{orderId}/refund
 	Close   Kind = "close"   // an operator ends the voucher's period: no new order is granted after it
 
-	Deduct   Kind = "deduct"   // POST /quotas/deduct
-	Rollback Kind = "rollback" // POST /quotas/rollback
-	Usage    Kind = "usage"    // GET /quotas/usage: one identity's counters
+	Deduct          Kind = "deduct"           // POST /quotas/deduct
+	Rollback        Kind = "rollback"         // POST /quotas/rollback
+	PartialRollback Kind = "partial-rollback" // POST /quotas/rollback with items and a rollbackKey
+	Usage           Kind = "usage"            // GET /quotas/usage: one identity's counters
 )
 
 // Outcome is what the client learnt of its operation.
@@ -64,10 +65,11 @@ type Op struct {
 	Amount  int64 `json:"amount,omitempty"` // a reservation's order amount
 
 	// Quotas.
-	Biz      int64  `json:"biz,omitempty"`
-	IdemKey  string `json:"idemKey,omitempty"`
-	Items    []Item `json:"items,omitempty"`    // a deduct's
-	Identity string `json:"identity,omitempty"` // a usage read's, as "TYPE:identity"
+	Biz         int64  `json:"biz,omitempty"`
+	IdemKey     string `json:"idemKey,omitempty"`
+	Items       []Item `json:"items,omitempty"`       // a deduct's, or what a partial rollback gives back
+	RollbackKey string `json:"rollbackKey,omitempty"` // a partial rollback's
+	Identity    string `json:"identity,omitempty"`    // a usage read's, as "TYPE:identity"
 
 	Invoke   int64   `json:"invoke"`
 	Complete int64   `json:"complete,omitempty"` // when the client stopped waiting (an info's too)

@@ -225,6 +225,30 @@ func rollback(id int, key string, from, to int, gaveBack int64, identities ...st
 	return op
 }
 
+// partial is a partial rollback of key, as rollbackKey rk, of amount on each identity, answered
+// gaveBack on each.
+func partial(id int, key, rk string, from, to int, amount, gaveBack int64, identities ...string) history.Op {
+	op := history.Op{ID: id, Kind: history.PartialRollback, Biz: 1, IdemKey: key, RollbackKey: rk, Invoke: ms(from), Complete: ms(to), Outcome: history.Ok}
+	for _, ident := range identities {
+		typ, who, _ := strings.Cut(ident, ":")
+		op.Items = append(op.Items, history.Item{Type: typ, Identity: who, Dimensions: []string{"ITEM:1"}, Amount: amount})
+		if gaveBack > 0 {
+			op.Returned = append(op.Returned, history.Counter{Type: typ, Identity: who, Dimension: "ITEM:1", Window: "DAY/UTC", Used: gaveBack})
+		}
+	}
+	return op
+}
+
+// roomy gives every counter the ops answer a limit of 1000, for histories about counts, not limits.
+func roomy(ops ...history.Op) []history.Op {
+	for i := range ops {
+		for j := range ops[i].Counters {
+			ops[i].Counters[j].Limit = 1000
+		}
+	}
+	return ops
+}
+
 func usage(id int, from, to int, used int64) history.Op {
 	return history.Op{ID: id, Kind: history.Usage, Biz: 1, Identity: "USER:u", Invoke: ms(from), Complete: ms(to), Outcome: history.Ok,
 		Counters: []history.Counter{{Type: "USER", Identity: "u", Dimension: "ITEM:1", Window: "DAY/UTC", Period: "20250303", Used: used, Limit: 3}}}
@@ -302,6 +326,78 @@ func TestQuotaHistories(t *testing.T) {
 			deduct(2, "k2", 3, 4, history.Ok, 1, 2, "USER:u"), // saw k1's step held on USER
 			usage(3, 11, 12, 1),
 		}, ""},
+		// Where an unknown outcome or a refused request of several identities makes answered
+		// values uncertain, they are still bounded above: a count no operation explains is caught.
+		{"an unknown outcome that counted, seen by later answers", roomy(
+			deduct(0, "k0", 0, 1, history.Info, 1, 0, "USER:u"),
+			deduct(1, "k1", 2, 3, history.Ok, 1, 2, "USER:u"),
+			usage(2, 4, 5, 2),
+		), ""},
+		{"a deduct counted twice where an unknown outcome may have counted", roomy(
+			deduct(0, "k0", 0, 1, history.Info, 1, 0, "USER:u"),
+			deduct(1, "k1", 2, 3, history.Ok, 1, 2, "USER:u"),
+			deduct(2, "k1", 4, 5, history.Ok, 1, 2, "USER:u"), // its answer replayed, but counted again
+			deduct(3, "k2", 6, 7, history.Ok, 1, 4, "USER:u"),
+		), "at most 1 more no answer shows: answered 4, more"},
+		{"a deduct counted twice after a refused request of two identities", roomy(
+			deduct(0, "k0", 0, 10, history.Fail, 1, 0, "USER:u", "PHONE:p"),
+			deduct(1, "k1", 20, 21, history.Ok, 1, 1, "USER:u"),
+			deduct(2, "k1", 22, 23, history.Ok, 1, 1, "USER:u"), // its answer replayed, but counted again
+			usage(3, 24, 25, 2),
+		), "usage read 2 on ITEM:1|DAY/UTC|20250303, which holds 1 and at most 0 more"},
+		{"a deduct counted twice while a refused request of two identities runs", roomy(
+			deduct(0, "k0", 0, 10, history.Fail, 1, 0, "USER:u", "PHONE:p"),
+			deduct(1, "k1", 1, 2, history.Ok, 1, 1, "USER:u"),
+			deduct(2, "k1", 3, 4, history.Ok, 1, 1, "USER:u"), // its answer replayed, but counted again
+			deduct(3, "k2", 5, 6, history.Ok, 1, 4, "USER:u"), // k0's step held: 3 at most
+		), "at most 1 more no answer shows: answered 4, more"},
+		{"partial rollbacks give back what was taken once, a whole rollback the rest", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 3, 3, "USER:u"),
+			partial(1, "k1", "p1", 2, 3, 1, 1, "USER:u"),
+			partial(2, "k1", "p1", 4, 5, 1, 1, "USER:u"), // again: its answer, nothing more
+			partial(3, "k1", "p2", 6, 7, 1, 1, "USER:u"),
+			usage(4, 8, 9, 1),
+			rollback(5, "k1", 10, 11, 1, "USER:u"),
+			partial(6, "k1", "p3", 12, 13, 1, 0, "USER:u"),
+			usage(7, 14, 15, 0),
+		}, ""},
+		{"a partial rollback racing the whole rollback", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 2, 2, "USER:u"),
+			rollback(1, "k1", 2, 10, 1, "USER:u"),
+			partial(2, "k1", "p1", 3, 4, 1, 1, "USER:u"),
+			usage(3, 11, 12, 0),
+		}, ""},
+		{"partial rollbacks giving back more than was taken", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 2, 2, "USER:u"),
+			partial(1, "k1", "p1", 2, 3, 1, 1, "USER:u"),
+			partial(2, "k1", "p2", 2, 3, 1, 1, "USER:u"),
+			partial(3, "k1", "p3", 2, 3, 1, 1, "USER:u"),
+		}, "which has nothing left here"},
+		{"a whole rollback giving back what a partial one gave back already", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 2, 2, "USER:u"),
+			partial(1, "k1", "p1", 2, 3, 1, 1, "USER:u"),
+			rollback(2, "k1", 4, 5, 2, "USER:u"),
+		}, "ITEM:1|DAY/UTC|20250303=1 given back before"},
+		{"a rollbackKey sent again gives back again", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 2, 2, "USER:u"),
+			partial(1, "k1", "p1", 2, 3, 1, 1, "USER:u"),
+			partial(2, "k1", "p1", 4, 5, 1, 1, "USER:u"),
+			usage(3, 6, 7, 0),
+		}, "usage read 0"},
+		{"a rollbackKey answered otherwise when sent again", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 2, 2, "USER:u"),
+			partial(1, "k1", "p1", 2, 3, 1, 1, "USER:u"),
+			partial(2, "k1", "p1", 4, 5, 1, 0, "USER:u"),
+		}, "sent again it answered"},
+		{"a rollbackKey reused with other items", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 2, 2, "USER:u"),
+			partial(1, "k1", "p1", 2, 3, 1, 1, "USER:u"),
+			partial(2, "k1", "p1", 4, 5, 2, 1, "USER:u"),
+		}, "gave back for other items"},
+		{"a partial rollback of a deduct refused", []history.Op{
+			deduct(0, "k1", 0, 1, history.Fail, 1, 0, "USER:u"),
+			partial(1, "k1", "p1", 2, 3, 1, 1, "USER:u"),
+		}, "which counts nothing here"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := history.Check(tc.ops, nil)
