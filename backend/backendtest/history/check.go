@@ -358,6 +358,8 @@ func describeCall(op *Op) string {
 		return fmt.Sprintf("%s %s order %s", op.Kind, op.Voucher, op.Order)
 	case Close:
 		return "close " + op.Voucher
+	case Expire:
+		return fmt.Sprintf("expire %s order %s", op.Voucher, op.Order)
 	case Deduct:
 		return fmt.Sprintf("deduct biz %d key %s [%s]", op.Biz, op.IdemKey, describeItems(op.Items))
 	case Rollback:

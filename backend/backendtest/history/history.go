@@ -30,6 +30,10 @@ const (
 	Release Kind = "release" // DELETE /vouchers/{code}/reservations/{orderId}
 	Refund  Kind = "refund"  // POST /vouchers/{code}/reservations/{orderId}/refund
 	Close   Kind = "close"   // an operator ends the voucher's period: no new order is granted after it
+	// Expire is an order's hold coming due by the clock: from its invocation on, an expiry job
+	// may release the order if it is still RESERVED. It is recorded as an unknown outcome (the
+	// job does not say which holds it released), invoked before any job can see the hold due.
+	Expire Kind = "expire"
 
 	Deduct          Kind = "deduct"           // POST /quotas/deduct
 	Rollback        Kind = "rollback"         // POST /quotas/rollback

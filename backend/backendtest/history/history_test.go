@@ -172,6 +172,33 @@ func TestVoucherHistories(t *testing.T) {
 			onOrder(history.Release, 1, "o1", 2, 3, history.Ok, ""),
 			onOrder(history.Refund, 2, "o1", 4, 5, history.Ok, ""),
 		}, twoUses, "refunded, but it is RELEASED"},
+		{"a hold expired gives its use back", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			reserve(1, "b", "o2", 0, 1, history.Ok, 100),
+			onOrder(history.Expire, 2, "o1", 4, 4, history.Info, "hold due"),
+			onOrder(history.Confirm, 3, "o1", 6, 7, history.Fail, "RESERVATION_RELEASED"),
+			reserve(4, "c", "o3", 8, 9, history.Ok, 100),
+			onOrder(history.Expire, 5, "o2", 10, 10, history.Info, "hold due"),
+			onOrder(history.Confirm, 6, "o2", 11, 12, history.Ok, ""), // confirmed before the job came
+			onOrder(history.Confirm, 7, "o2", 13, 14, history.Ok, ""),
+		}, twoUses, ""},
+		{"a confirm refused as released before the hold came due", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			onOrder(history.Confirm, 1, "o1", 2, 3, history.Fail, "RESERVATION_RELEASED"),
+			onOrder(history.Expire, 2, "o1", 5, 5, history.Info, "hold due"),
+		}, twoUses, "refused as released, but it is RESERVED"},
+		{"a use granted again before the hold giving it back came due", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			reserve(1, "b", "o2", 0, 1, history.Ok, 100),
+			reserve(2, "c", "o3", 2, 3, history.Ok, 100),
+			onOrder(history.Expire, 3, "o1", 5, 5, history.Info, "hold due"),
+		}, twoUses, "3 orders certainly hold a use at once"},
+		{"an expired order confirmed", []history.Op{
+			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
+			onOrder(history.Expire, 1, "o1", 2, 2, history.Info, "hold due"),
+			onOrder(history.Confirm, 2, "o1", 3, 4, history.Fail, "RESERVATION_RELEASED"),
+			onOrder(history.Confirm, 3, "o1", 5, 6, history.Ok, ""),
+		}, twoUses, "confirmed, but it is RELEASED"},
 		{"one orderId granted on two vouchers", []history.Op{
 			reserve(0, "a", "o1", 0, 1, history.Ok, 100),
 			func() history.Op { o := reserve(1, "a", "o1", 2, 3, history.Ok, 100); o.Voucher = "W"; return o }(),
