@@ -128,7 +128,6 @@ type Recorder struct {
 	pending  map[int]Op
 	next     int
 	vouchers map[string]Voucher
-	skip     string
 }
 
 // NewRecorder returns an empty recorder whose clock starts now.
@@ -144,14 +143,6 @@ func (r *Recorder) Voucher(code string, v Voucher) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.vouchers[code] = v
-}
-
-// Skip says the history cannot be checked, and why (the test changes state the models do not
-// know of): For's check then only logs the reason.
-func (r *Recorder) Skip(why string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.skip = why
 }
 
 // Call is an operation under way. It belongs to the goroutine that began it.
