@@ -30,21 +30,23 @@ func deductIn(rec *history.Recorder, svc *quota.Service, biz int64, key string, 
 
 // rollbackIn is svc.Rollback recorded in rec.
 func rollbackIn(rec *history.Recorder, svc *quota.Service, biz int64, key string) (quota.RollbackResult, error) {
-	c := rec.Begin(history.Op{Kind: history.Rollback, Biz: biz, IdemKey: key})
-	res, err := svc.Rollback(context.Background(), biz, key)
-	if err == nil {
-		c.Op.Returned = returnedOf(res)
-		c.Ok()
-		return res, nil
-	}
-	end(c, err)
-	return res, err
+	return rollbackCall(rec, history.Op{Kind: history.Rollback, Biz: biz, IdemKey: key}, func() (quota.RollbackResult, error) {
+		return svc.Rollback(context.Background(), biz, key)
+	})
 }
 
 // partialIn is svc.RollbackItems recorded in rec.
 func partialIn(rec *history.Recorder, svc *quota.Service, biz int64, key, rollbackKey string, items ...quota.Item) (quota.RollbackResult, error) {
-	c := rec.Begin(history.Op{Kind: history.PartialRollback, Biz: biz, IdemKey: key, RollbackKey: rollbackKey, Items: historyItems(items)})
-	res, err := svc.RollbackItems(context.Background(), biz, key, rollbackKey, items)
+	op := history.Op{Kind: history.PartialRollback, Biz: biz, IdemKey: key, RollbackKey: rollbackKey, Items: historyItems(items)}
+	return rollbackCall(rec, op, func() (quota.RollbackResult, error) {
+		return svc.RollbackItems(context.Background(), biz, key, rollbackKey, items)
+	})
+}
+
+// rollbackCall records op in rec around roll, with what it gave back.
+func rollbackCall(rec *history.Recorder, op history.Op, roll func() (quota.RollbackResult, error)) (quota.RollbackResult, error) {
+	c := rec.Begin(op)
+	res, err := roll()
 	if err == nil {
 		c.Op.Returned = returnedOf(res)
 		c.Ok()

@@ -200,11 +200,7 @@ func confirm(s *voucherState, op *Op, key string, o order, exists bool) (*vouche
 	case op.Outcome == Fail, !exists, o.status != reserved:
 		return s, ""
 	}
-	n := s.clone()
-	o.status = confirmed
-	n.set(key, o)
-	return n, ""
-
+	return withStatus(s, key, o, confirmed), ""
 }
 
 // release: RESERVED becomes RELEASED, giving its use back; a confirmed order is refused.
@@ -221,10 +217,7 @@ func release(s *voucherState, op *Op, key string, o order, exists bool) (*vouche
 	case op.Outcome == Fail, !exists, o.status != reserved:
 		return s, ""
 	}
-	n := s.clone()
-	o.status = released
-	n.set(key, o)
-	return n, ""
+	return withStatus(s, key, o, released), ""
 }
 
 // refund: CONFIRMED becomes REFUNDED, giving its use back (again: the same); a reserved order is
@@ -242,10 +235,7 @@ func refund(s *voucherState, op *Op, key string, o order, exists bool) (*voucher
 	case op.Outcome == Fail, !exists, o.status != confirmed:
 		return s, ""
 	}
-	n := s.clone()
-	o.status = refunded
-	n.set(key, o)
-	return n, ""
+	return withStatus(s, key, o, refunded), ""
 }
 
 // expire: an expiry job releases a RESERVED order whose hold is due; any other it leaves.
@@ -256,10 +246,15 @@ func expire(s *voucherState, op *Op, key string, o order, exists bool) (*voucher
 	case op.Outcome == Fail, !exists, o.status != reserved:
 		return s, ""
 	}
+	return withStatus(s, key, o, released), ""
+}
+
+// withStatus is s with the order at key, o, in status.
+func withStatus(s *voucherState, key string, o order, status byte) *voucherState {
 	n := s.clone()
-	o.status = released
+	o.status = status
 	n.set(key, o)
-	return n, ""
+	return n
 }
 
 func describeOrder(o order, exists bool) string {
