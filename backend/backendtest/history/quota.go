@@ -63,9 +63,8 @@ func newQuotaState() *quotaState {
 }
 
 func (s *quotaState) clone() *quotaState {
-	n := &quotaState{counters: maps.Clone(s.counters), keys: maps.Clone(s.keys), maybe: maps.Clone(s.maybe),
+	return &quotaState{counters: maps.Clone(s.counters), keys: maps.Clone(s.keys), maybe: maps.Clone(s.maybe),
 		partials: maps.Clone(s.partials), hash: s.hash}
-	return n
 }
 
 func hashOf(parts ...string) uint64 {
