@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"vouchergate/backend/backendtest"
-	"vouchergate/backend/backendtest/history"
 	"vouchergate/shared/wire"
 )
 
@@ -38,11 +37,9 @@ func TestRefundsRacingReservationsOnTwoBackends(t *testing.T) {
 		cfg := backendtest.Config(t)
 		b1, b2 := backendtest.Start(t, cfg), backendtest.Start(t, cfg)
 		bs := []*backendtest.Backend{b1, b2}
-		b1.CreateVoucher(t, backendtest.Voucher{Code: "REFUND", Discount: 10, TotalLimit: 40, FlashSale: flash})
-		rec := history.For(t)
-		rec.Voucher("REFUND", history.Voucher{TotalLimit: 40, PerUserLimit: 1, Discount: 10})
-		b1.Record(rec)
-		b2.Record(rec)
+		refunded := backendtest.Voucher{Code: "REFUND", Discount: 10, TotalLimit: 40, FlashSale: flash}
+		b1.CreateVoucher(t, refunded)
+		recordSale(t, refunded, b1, b2)
 		first := runSale(t, bs, "REFUND", "paid", 40, 8, 0, nil)
 		if len(first.granted) != 40 {
 			t.Fatalf("%d of 40 granted before the refunds", len(first.granted))

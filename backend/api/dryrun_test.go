@@ -120,7 +120,9 @@ func TestValidatesDuringASaleKeepTheInvariants(t *testing.T) {
 
 func validatesDuringASale(t *testing.T, flash bool) {
 	b := backendtest.Start(t, backendtest.Config(t))
-	b.CreateVoucher(t, backendtest.Voucher{Code: "SALE", Discount: 10, TotalLimit: 20, FlashSale: flash})
+	v := backendtest.Voucher{Code: "SALE", Discount: 10, TotalLimit: 20, FlashSale: flash}
+	b.CreateVoucher(t, v)
+	recordSale(t, v, b)
 	const reservations, validates = 100, 300
 	results := make([]answer, reservations)
 	checks := make([]answer, validates)

@@ -79,7 +79,9 @@ func TestDatabaseFailureAfterGateGivesTheUseBack(t *testing.T) {
 // committed (D4), and takes a use anew when the first attempt gave its use back.
 func TestRetryWhileFirstAttemptInFlight(t *testing.T) {
 	b := backendtest.Start(t, backendtest.Config(t))
-	b.CreateVoucher(t, backendtest.Voucher{Code: "SLOW", Discount: 10, TotalLimit: 5, FlashSale: true})
+	v := backendtest.Voucher{Code: "SLOW", Discount: 10, TotalLimit: 5, FlashSale: true}
+	b.CreateVoucher(t, v)
+	recordSale(t, v, b)
 	exec(t, b, `CREATE SEQUENCE flaky_attempts`)
 	exec(t, b, `CREATE FUNCTION slow_down() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN

@@ -9,6 +9,7 @@ import (
 
 	"vouchergate/backend/app"
 	"vouchergate/backend/backendtest"
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/backend/voucher"
 	"vouchergate/shared/keys"
 	"vouchergate/shared/wire"
@@ -69,14 +70,17 @@ func TestExpiryReleasesUnconfirmedHolds(t *testing.T) {
 }
 
 // Several backends expiring at once while clients confirm: each hold ends CONFIRMED or
-// RELEASED, never both, and is counted once.
+// RELEASED, never both, and is counted once. What the clients were told is checked against the
+// voucher model, every hold due (it may be released) from before the jobs run.
 func TestExpiryOnSeveralBackendsRacingConfirms(t *testing.T) {
 	clock := &testkit.OffsetClock{}
 	cfg := backendtest.Config(t)
 	b1 := backendtest.Start(t, cfg, app.WithClock(clock))
 	b2 := backendtest.Start(t, cfg, app.WithClock(clock))
-	b1.CreateVoucher(t, backendtest.Voucher{Code: "RACE", Discount: 5, TotalLimit: 200, FlashSale: true,
-		StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(48 * time.Hour)})
+	v := backendtest.Voucher{Code: "RACE", Discount: 5, TotalLimit: 200, FlashSale: true,
+		StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(48 * time.Hour)}
+	b1.CreateVoucher(t, v)
+	recordSale(t, v, b1, b2)
 	var orders []string
 	for i := range 120 {
 		o := "r" + itoa(i)
@@ -84,6 +88,9 @@ func TestExpiryOnSeveralBackendsRacingConfirms(t *testing.T) {
 			t.Fatalf("reserve %s: %+v", o, a)
 		}
 		orders = append(orders, o)
+	}
+	for _, o := range orders {
+		history.For(t).Begin(history.Op{Kind: history.Expire, Voucher: "RACE", Order: o}).Info("hold due")
 	}
 	clock.Advance(16 * time.Minute)
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"vouchergate/backend/backendtest"
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/shared/keys"
 	"vouchergate/shared/wire"
 )
@@ -56,6 +57,16 @@ func decodeAnswer(t *testing.T, status int, body []byte, order string) answer {
 	return a
 }
 
+// recordSale makes bs record every reservation, confirm, release and refund they are sent in
+// t's history, checked against the voucher model when t ends, and tells it v's limits.
+func recordSale(t *testing.T, v backendtest.Voucher, bs ...*backendtest.Backend) {
+	rec := history.For(t)
+	rec.Voucher(v.Code, history.Voucher{TotalLimit: v.TotalLimit, PerUserLimit: max(v.PerUserLimit, 1), Discount: v.Discount})
+	for _, b := range bs {
+		b.Record(rec)
+	}
+}
+
 func forBothPaths(t *testing.T, test func(t *testing.T, flash bool)) {
 	for _, flash := range []bool{false, true} {
 		name := "normal"
@@ -73,7 +84,9 @@ func forBothPaths(t *testing.T, test func(t *testing.T, flash bool)) {
 func TestConcurrentCustomersNeverExceedTheLimit(t *testing.T) {
 	forBothPaths(t, func(t *testing.T, flash bool) {
 		b := backendtest.Start(t, backendtest.Config(t))
-		b.CreateVoucher(t, backendtest.Voucher{Code: "TEN", Discount: 100, TotalLimit: 10, FlashSale: flash})
+		v := backendtest.Voucher{Code: "TEN", Discount: 100, TotalLimit: 10, FlashSale: flash}
+		b.CreateVoucher(t, v)
+		recordSale(t, v, b)
 
 		var wg sync.WaitGroup
 		answers := make([]answer, 200)
@@ -112,7 +125,9 @@ func TestConcurrentLoadersNeverDoubleUses(t *testing.T) {
 	cfg := backendtest.Config(t)
 	b1 := backendtest.Start(t, cfg)
 	b2 := backendtest.Start(t, cfg)
-	b1.CreateVoucher(t, backendtest.Voucher{Code: "LOAD", Discount: 1, TotalLimit: 30, FlashSale: true})
+	v := backendtest.Voucher{Code: "LOAD", Discount: 1, TotalLimit: 30, FlashSale: true}
+	b1.CreateVoucher(t, v)
+	recordSale(t, v, b1, b2)
 	var granted []string
 	for i := range 10 {
 		o := fmt.Sprintf("early%d", i)

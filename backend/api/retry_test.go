@@ -47,8 +47,9 @@ func TestRetriesAndReturningCustomers(t *testing.T) {
 		t.Run(fmt.Sprintf("perUserLimit=%d", perUser), func(t *testing.T) {
 			forBothPaths(t, func(t *testing.T, flash bool) {
 				b := backendtest.Start(t, backendtest.Config(t))
-				b.CreateVoucher(t, backendtest.Voucher{Code: "HUNDRED", Discount: 250, TotalLimit: 100,
-					PerUserLimit: perUser, FlashSale: flash})
+				v := backendtest.Voucher{Code: "HUNDRED", Discount: 250, TotalLimit: 100, PerUserLimit: perUser, FlashSale: flash}
+				b.CreateVoucher(t, v)
+				recordSale(t, v, b)
 				attempts := storm(2000, rand.New(rand.NewPCG(uint64(perUser), 7)))
 
 				answers := make([]answer, len(attempts))

@@ -65,26 +65,33 @@ func (r recording) RoundTrip(req *http.Request) (*http.Response, error) {
 		call.Info("answer cut: " + err.Error())
 		return resp, nil
 	}
-	call.Op.Status = resp.StatusCode
-	switch s := resp.StatusCode; {
-	case s >= 200 && s < 300:
-		var body wire.ReserveResponse
-		if op.Kind == history.Reserve && json.Unmarshal(raw, &body) == nil {
-			call.Op.Discount = body.DiscountAmount
+	var body wire.ReserveResponse
+	var e wire.Error
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		_ = json.Unmarshal(raw, &body)
+	} else if json.Unmarshal(raw, &e) != nil || e.Error == "" {
+		e.Error = http.StatusText(resp.StatusCode)
+	}
+	endCall(call, resp.StatusCode, e.Error, body.DiscountAmount)
+	return resp, nil
+}
+
+// endCall ends a recorded call with its answer: a 2xx is ok (a reservation's with its
+// discount), a 4xx a refusal (nothing was done), anything else unknown (502, 503: it may have
+// been acted on).
+func endCall(call *history.Call, status int, code string, discount int64) {
+	call.Op.Status = status
+	switch {
+	case status >= 200 && status < 300:
+		if call.Op.Kind == history.Reserve {
+			call.Op.Discount = discount
 		}
 		call.Ok()
-	case s >= 400 && s < 500: // a refusal: nothing was done
-		var e wire.Error
-		_ = json.Unmarshal(raw, &e)
-		call.Fail(e.Error)
-	default: // 502, 503: the request may have been acted on
-		var e wire.Error
-		if json.Unmarshal(raw, &e) != nil || e.Error == "" {
-			e.Error = http.StatusText(resp.StatusCode)
-		}
-		call.Info(e.Error)
+	case status >= 400 && status < 500:
+		call.Fail(code)
+	default:
+		call.Info(code)
 	}
-	return resp, nil
 }
 
 // errReader returns err once the answer's bytes are read (io.EOF for none).

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"vouchergate/backend/backendtest"
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/shared/wire"
 	"vouchergate/testkit"
 )
@@ -221,6 +222,7 @@ func (r sent) outcome() outcome {
 type keepAliveSale struct {
 	addr, code string
 	attempts   []attempt
+	rec        *history.Recorder // what each request was told
 	next       atomic.Int64
 	grantedN   atomic.Int64
 	done       chan struct{}
@@ -233,10 +235,11 @@ type keepAliveSale struct {
 }
 
 // startKeepAliveSale connects clients to addr, each sending one GET /healthz first so that its
-// connection is open and served before the sale, then starts the sale.
+// connection is open and served before the sale, then starts the sale, each reservation
+// recorded in t's history.
 func startKeepAliveSale(t *testing.T, addr, code string, attempts []attempt, clients int) *keepAliveSale {
 	t.Helper()
-	s := &keepAliveSale{addr: addr, code: code, attempts: attempts, done: make(chan struct{})}
+	s := &keepAliveSale{addr: addr, code: code, attempts: attempts, rec: history.For(t), done: make(chan struct{})}
 	conns := make([]*kaConn, clients)
 	for i := range conns {
 		c, err := dialKA(addr)
@@ -284,7 +287,13 @@ func (s *keepAliveSale) client(c *kaConn) {
 				return
 			}
 		}
+		call := s.rec.Begin(history.Op{Kind: history.Reserve, Voucher: s.code, Customer: a.customer, Order: a.order, Amount: orderAmount})
 		r = c.reserve(s.code, a)
+		if r.status == 0 {
+			call.Info(fmt.Sprintf("no answer: %v", r.err))
+		} else {
+			endCall(call, r.status, r.code, r.discount)
+		}
 		if r.status == 201 {
 			s.grantedN.Add(1)
 		}

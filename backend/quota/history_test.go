@@ -17,11 +17,7 @@ import (
 
 // deductIn is svc.Deduct recorded in rec.
 func deductIn(rec *history.Recorder, svc *quota.Service, biz int64, key string, items ...quota.Item) (quota.DeductResult, error) {
-	op := history.Op{Kind: history.Deduct, Biz: biz, IdemKey: key}
-	for _, it := range items {
-		op.Items = append(op.Items, history.Item{Type: it.IdentityType, Identity: it.Identity, Dimensions: it.Dimensions, Amount: it.Amount})
-	}
-	c := rec.Begin(op)
+	c := rec.Begin(history.Op{Kind: history.Deduct, Biz: biz, IdemKey: key, Items: historyItems(items)})
 	res, err := svc.Deduct(context.Background(), biz, key, items)
 	if err == nil {
 		c.Op.Counters = counters(res.Counters)
@@ -34,18 +30,47 @@ func deductIn(rec *history.Recorder, svc *quota.Service, biz int64, key string, 
 
 // rollbackIn is svc.Rollback recorded in rec.
 func rollbackIn(rec *history.Recorder, svc *quota.Service, biz int64, key string) (quota.RollbackResult, error) {
-	c := rec.Begin(history.Op{Kind: history.Rollback, Biz: biz, IdemKey: key})
-	res, err := svc.Rollback(context.Background(), biz, key)
+	return rollbackCall(rec, history.Op{Kind: history.Rollback, Biz: biz, IdemKey: key}, func() (quota.RollbackResult, error) {
+		return svc.Rollback(context.Background(), biz, key)
+	})
+}
+
+// partialIn is svc.RollbackItems recorded in rec.
+func partialIn(rec *history.Recorder, svc *quota.Service, biz int64, key, rollbackKey string, items ...quota.Item) (quota.RollbackResult, error) {
+	op := history.Op{Kind: history.PartialRollback, Biz: biz, IdemKey: key, RollbackKey: rollbackKey, Items: historyItems(items)}
+	return rollbackCall(rec, op, func() (quota.RollbackResult, error) {
+		return svc.RollbackItems(context.Background(), biz, key, rollbackKey, items)
+	})
+}
+
+// rollbackCall records op in rec around roll, with what it gave back.
+func rollbackCall(rec *history.Recorder, op history.Op, roll func() (quota.RollbackResult, error)) (quota.RollbackResult, error) {
+	c := rec.Begin(op)
+	res, err := roll()
 	if err == nil {
-		for _, r := range res.Returned {
-			c.Op.Returned = append(c.Op.Returned, history.Counter{Type: r.IdentityType, Identity: r.Identity,
-				Dimension: r.Dimension, Window: r.Window.ID(), Used: r.Amount})
-		}
+		c.Op.Returned = returnedOf(res)
 		c.Ok()
 		return res, nil
 	}
 	end(c, err)
 	return res, err
+}
+
+func historyItems(items []quota.Item) []history.Item {
+	out := make([]history.Item, len(items))
+	for i, it := range items {
+		out[i] = history.Item{Type: it.IdentityType, Identity: it.Identity, Dimensions: it.Dimensions, Amount: it.Amount}
+	}
+	return out
+}
+
+// returnedOf is what a rollback gave back, for the history (Used is the amount).
+func returnedOf(res quota.RollbackResult) []history.Counter {
+	var out []history.Counter
+	for _, r := range res.Returned {
+		out = append(out, history.Counter{Type: r.IdentityType, Identity: r.Identity, Dimension: r.Dimension, Window: r.Window.ID(), Used: r.Amount})
+	}
+	return out
 }
 
 // usageIn is svc.Usage recorded in rec.
@@ -72,6 +97,8 @@ func end(c *history.Call, err error) {
 		c.Fail(wire.CodeQuotaRolledBack)
 	case errors.Is(err, quota.ErrIdemKeyReused):
 		c.Fail(wire.CodeIdemKeyReused)
+	case errors.Is(err, quota.ErrRollbackKeyReused):
+		c.Fail(wire.CodeRollbackKeyReused)
 	case errors.Is(err, quota.ErrInvalid):
 		c.Fail(wire.CodeBadRequest)
 	default:

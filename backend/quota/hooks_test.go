@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/backend/quota"
 	"vouchergate/lua"
 )
@@ -114,7 +115,7 @@ func isUndo(cmd redis.Cmder) bool {
 // and their items, each one "ITEM:1" of amount 1 per identity under a day rule of the given
 // limit: every counter equals what granted took and is within its limit. Then each granted
 // idemKey is rolled back twice: the first gives back exactly its items, the second nothing, and
-// every counter ends at 0.
+// every counter ends at 0. The reads and rollbacks go into the test's history.
 func checkGranted(t *testing.T, e *env, day quota.Window, limit int64, ids []string, granted map[string][]quota.Item) {
 	t.Helper()
 	want := map[string]int64{}
@@ -127,6 +128,9 @@ func checkGranted(t *testing.T, e *env, day quota.Window, limit int64, ids []str
 		t.Helper()
 		for _, id := range ids {
 			typ, name, _ := strings.Cut(id, ":")
+			if _, err := usageIn(history.For(t), e.svc, 1, typ, name, []string{"ITEM:1"}); err != nil {
+				t.Fatalf("%s: usage of %s: %v", when, id, err)
+			}
 			got := e.used(t, 1, typ, name, "ITEM:1", day)
 			if got != want[id] {
 				t.Fatalf("%s: %s counter %d; the deducts answered 200 took %d", when, id, got, want[id])
@@ -138,7 +142,7 @@ func checkGranted(t *testing.T, e *env, day quota.Window, limit int64, ids []str
 	}
 	counters("after the scenario", want)
 	for key, items := range granted {
-		r, err := e.svc.Rollback(t.Context(), 1, key)
+		r, err := rollbackIn(history.For(t), e.svc, 1, key)
 		if err != nil {
 			t.Fatalf("rollback %s: %v", key, err)
 		}
@@ -156,7 +160,7 @@ func checkGranted(t *testing.T, e *env, day quota.Window, limit int64, ids []str
 		if len(back) != 0 {
 			t.Fatalf("rollback %s gave back %+v; more than its items", key, r.Returned)
 		}
-		if r, err := e.svc.Rollback(t.Context(), 1, key); err != nil || len(r.Returned) != 0 {
+		if r, err := rollbackIn(history.For(t), e.svc, 1, key); err != nil || len(r.Returned) != 0 {
 			t.Fatalf("second rollback of %s: %+v %v; want nothing given back", key, r, err)
 		}
 	}

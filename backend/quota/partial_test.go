@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/backend/quota"
 )
 
@@ -31,9 +32,9 @@ func TestPartialRollback(t *testing.T) {
 		e.rule(t, 1, "USER", "ITEM:*", 10, day)
 		e.rule(t, 1, "USER", "TYPE:GAME", 10, roll)
 		e.rule(t, 1, "USER", "*", 10, day)
-		ctx := t.Context()
+		rec := history.For(t)
 		// order-1: 3 of ITEM:1 (a game) and 2 of ITEM:2
-		if _, err := e.deduct(1, "order-1", item("USER", "u", 3, "ITEM:1", "TYPE:GAME"), item("USER", "u", 2, "ITEM:2")); err != nil {
+		if _, err := deductIn(rec, e.svc, 1, "order-1", item("USER", "u", 3, "ITEM:1", "TYPE:GAME"), item("USER", "u", 2, "ITEM:2")); err != nil {
 			t.Fatal(err)
 		}
 		check := func(what string, item1, game, star int64) {
@@ -47,29 +48,29 @@ func TestPartialRollback(t *testing.T) {
 
 		// refund 1 of the 3 games
 		refund := []quota.Item{item("USER", "u", 1, "ITEM:1", "TYPE:GAME")}
-		res, err := e.svc.RollbackItems(ctx, 1, "order-1", "refund-1", refund)
+		res, err := partialIn(rec, e.svc, 1, "order-1", "refund-1", refund...)
 		want := map[string]int64{"USER:u ITEM:1 DAY/UTC": 1, "USER:u TYPE:GAME ROLLING/3600000": 1, "USER:u * DAY/UTC": 1}
 		if err != nil || fmt.Sprint(given(res)) != fmt.Sprint(want) {
 			t.Fatalf("refund 1: %+v %v; want %v", res, err, want)
 		}
 		check("refunded 1", 2, 2, 4)
 		// the same rollbackKey again: the same answer, nothing changed
-		again, err := e.svc.RollbackItems(ctx, 1, "order-1", "refund-1", refund)
+		again, err := partialIn(rec, e.svc, 1, "order-1", "refund-1", refund...)
 		if err != nil || fmt.Sprint(given(again)) != fmt.Sprint(want) {
 			t.Fatalf("refund-1 again: %+v %v; want the first answer %v", again, err, want)
 		}
 		check("refund-1 again", 2, 2, 4)
-		if _, err := e.svc.RollbackItems(ctx, 1, "order-1", "refund-1", []quota.Item{item("USER", "u", 2, "ITEM:1", "TYPE:GAME")}); !errors.Is(err, quota.ErrRollbackKeyReused) {
+		if _, err := partialIn(rec, e.svc, 1, "order-1", "refund-1", item("USER", "u", 2, "ITEM:1", "TYPE:GAME")); !errors.Is(err, quota.ErrRollbackKeyReused) {
 			t.Fatalf("refund-1 with other items: %v; want ErrRollbackKeyReused", err)
 		}
 		// asking 5 more of ITEM:1 gives back the 2 left of it, and only on its counters
-		res, err = e.svc.RollbackItems(ctx, 1, "order-1", "refund-2", []quota.Item{item("USER", "u", 5, "ITEM:1")})
+		res, err = partialIn(rec, e.svc, 1, "order-1", "refund-2", item("USER", "u", 5, "ITEM:1"))
 		if want := map[string]int64{"USER:u ITEM:1 DAY/UTC": 2, "USER:u * DAY/UTC": 2}; err != nil || fmt.Sprint(given(res)) != fmt.Sprint(want) {
 			t.Fatalf("refund 5 of ITEM:1: %+v %v; want %v", res, err, want)
 		}
 		check("refunded ITEM:1 fully", 0, 2, 2)
 		// the whole rollback gives back the rest: the 2 games of the rolling counter and ITEM:2's 2
-		res, err = e.svc.Rollback(ctx, 1, "order-1")
+		res, err = rollbackIn(rec, e.svc, 1, "order-1")
 		if want := map[string]int64{"USER:u TYPE:GAME ROLLING/3600000": 2, "USER:u * DAY/UTC": 2, "USER:u ITEM:2 DAY/UTC": 2}; err != nil ||
 			fmt.Sprint(given(res)) != fmt.Sprint(want) {
 			t.Fatalf("whole rollback after partials: %+v %v; want %v", res, err, want)
@@ -79,26 +80,26 @@ func TestPartialRollback(t *testing.T) {
 			t.Fatalf("ITEM:2 at %d", got)
 		}
 		// after the whole rollback a new partial gives back nothing; an earlier one still replays
-		if res, err := e.svc.RollbackItems(ctx, 1, "order-1", "refund-3", refund); err != nil || len(res.Returned) != 0 {
+		if res, err := partialIn(rec, e.svc, 1, "order-1", "refund-3", refund...); err != nil || len(res.Returned) != 0 {
 			t.Fatalf("partial after the whole rollback: %+v %v", res, err)
 		}
-		if res, err := e.svc.RollbackItems(ctx, 1, "order-1", "refund-1", refund); err != nil || len(res.Returned) != 3 {
+		if res, err := partialIn(rec, e.svc, 1, "order-1", "refund-1", refund...); err != nil || len(res.Returned) != 3 {
 			t.Fatalf("refund-1 after the whole rollback: %+v %v; want its first answer", res, err)
 		}
 		// an item that only "*" counts is held to what the deduct left on "*" (the record keeps
 		// counters, not items): asking more than it bought takes the step's other items' share
 		// of "*", never more than the step took there, and the whole rollback gives back the rest
-		if _, err := e.deduct(1, "order-2", item("USER", "u", 2, "TYPE:BOOK"), item("USER", "u", 1, "ITEM:7")); err != nil {
+		if _, err := deductIn(rec, e.svc, 1, "order-2", item("USER", "u", 2, "TYPE:BOOK"), item("USER", "u", 1, "ITEM:7")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.deduct(1, "order-3", item("USER", "u", 1, "ITEM:8")); err != nil {
+		if _, err := deductIn(rec, e.svc, 1, "order-3", item("USER", "u", 1, "ITEM:8")); err != nil {
 			t.Fatal(err)
 		}
-		res, err = e.svc.RollbackItems(ctx, 1, "order-2", "refund-book", []quota.Item{item("USER", "u", 5, "TYPE:BOOK")})
+		res, err = partialIn(rec, e.svc, 1, "order-2", "refund-book", item("USER", "u", 5, "TYPE:BOOK"))
 		if want := map[string]int64{"USER:u * DAY/UTC": 3}; err != nil || fmt.Sprint(given(res)) != fmt.Sprint(want) {
 			t.Fatalf("refund 5 of an item only \"*\" counts: %+v %v; want the 3 the step took on \"*\"", res, err)
 		}
-		res, err = e.svc.Rollback(ctx, 1, "order-2")
+		res, err = rollbackIn(rec, e.svc, 1, "order-2")
 		if want := map[string]int64{"USER:u ITEM:7 DAY/UTC": 1}; err != nil || fmt.Sprint(given(res)) != fmt.Sprint(want) {
 			t.Fatalf("the whole rollback after it: %+v %v; want ITEM:7's 1, nothing more on \"*\"", res, err)
 		}
@@ -106,13 +107,13 @@ func TestPartialRollback(t *testing.T) {
 			t.Fatalf("* at %d; want order-3's 1", got)
 		}
 		// an idemKey never deducted: nothing, and the rollbackKey keeps that answer
-		if res, err := e.svc.RollbackItems(ctx, 1, "never", "r", refund); err != nil || len(res.Returned) != 0 {
+		if res, err := partialIn(rec, e.svc, 1, "never", "r", refund...); err != nil || len(res.Returned) != 0 {
 			t.Fatalf("unknown idemKey: %+v %v", res, err)
 		}
-		if _, err := e.deduct(1, "never", refund...); err != nil {
+		if _, err := deductIn(rec, e.svc, 1, "never", refund...); err != nil {
 			t.Fatal(err)
 		}
-		if res, err := e.svc.RollbackItems(ctx, 1, "never", "r", refund); err != nil || len(res.Returned) != 0 {
+		if res, err := partialIn(rec, e.svc, 1, "never", "r", refund...); err != nil || len(res.Returned) != 0 {
 			t.Fatalf("the rollbackKey that found nothing, sent again after the deduct: %+v %v; want its first answer, nothing", res, err)
 		}
 	})
@@ -135,20 +136,21 @@ func TestPartialRollbacksRaceOnTwoBackends(t *testing.T) {
 		other.Close()
 		other = e.start(t, e.cfg) // reads the rules
 		backends[1] = other
+		rec := history.For(t)
 		const taken = 12
 		items := []quota.Item{item("USER", "u", taken, "ITEM:1"), item("DEVICE", "d", taken, "ITEM:1")}
-		if _, err := e.deduct(1, "big", items...); err != nil {
+		if _, err := deductIn(rec, e.svc, 1, "big", items...); err != nil {
 			t.Fatal(err)
 		}
 		// another deduct on the same counters, which no rollback of "big" may touch
-		if _, err := e.deduct(1, "other", item("USER", "u", 5, "ITEM:1"), item("DEVICE", "d", 5, "ITEM:1")); err != nil {
+		if _, err := deductIn(rec, e.svc, 1, "other", item("USER", "u", 5, "ITEM:1"), item("DEVICE", "d", 5, "ITEM:1")); err != nil {
 			t.Fatal(err)
 		}
 
 		for round, whole := range []bool{false, true} {
 			key := fmt.Sprintf("round-%d", round)
 			if round > 0 {
-				if _, err := e.deduct(1, key, items...); err != nil {
+				if _, err := deductIn(rec, e.svc, 1, key, items...); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -160,12 +162,12 @@ func TestPartialRollbacksRaceOnTwoBackends(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range n {
 				wg.Go(func() {
-					results[i], errs[i] = backends[i%2].RollbackItems(t.Context(), 1, key, fmt.Sprintf("p-%d", i),
-						[]quota.Item{item("USER", "u", 1, "ITEM:1"), item("DEVICE", "d", 1, "ITEM:1")})
+					results[i], errs[i] = partialIn(rec, backends[i%2], 1, key, fmt.Sprintf("p-%d", i),
+						item("USER", "u", 1, "ITEM:1"), item("DEVICE", "d", 1, "ITEM:1"))
 				})
 			}
 			if whole {
-				wg.Go(func() { results[n], errs[n] = backends[1].Rollback(t.Context(), 1, key) })
+				wg.Go(func() { results[n], errs[n] = rollbackIn(rec, backends[1], 1, key) })
 			}
 			wg.Wait()
 			sum := map[string]int64{}
@@ -191,13 +193,13 @@ func TestPartialRollbacksRaceOnTwoBackends(t *testing.T) {
 			}
 			// every rollbackKey again, on the other backend: its answer, nothing changed
 			for i := range n {
-				again, err := backends[(i+1)%2].RollbackItems(t.Context(), 1, key, fmt.Sprintf("p-%d", i),
-					[]quota.Item{item("USER", "u", 1, "ITEM:1"), item("DEVICE", "d", 1, "ITEM:1")})
+				again, err := partialIn(rec, backends[(i+1)%2], 1, key, fmt.Sprintf("p-%d", i),
+					item("USER", "u", 1, "ITEM:1"), item("DEVICE", "d", 1, "ITEM:1"))
 				if err != nil || fmt.Sprint(given(again)) != fmt.Sprint(given(results[i])) {
 					t.Fatalf("round %d, p-%d again: %+v %v; first %+v", round, i, again, err, results[i])
 				}
 			}
-			if res, err := e.svc.Rollback(t.Context(), 1, key); err != nil || len(res.Returned) != 0 {
+			if res, err := rollbackIn(rec, e.svc, 1, key); err != nil || len(res.Returned) != 0 {
 				t.Fatalf("round %d: a whole rollback after everything was given back: %+v %v", round, res, err)
 			}
 			for _, id := range [][2]string{{"USER", "u"}, {"DEVICE", "d"}} {

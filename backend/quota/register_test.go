@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/backend/quota"
 )
 
@@ -33,6 +34,7 @@ func TestClusterDeductIsRegisteredBeforeItCounts(t *testing.T) {
 			e := newEnv(t, time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC), rdb)
 			day := calendar(t, quota.Day, "UTC")
 			e.rule(t, 1, "USER", "ITEM:1", 5, day)
+			rec := history.For(t)
 			x := e.backend(t, cmdHook{
 				process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 					if isUndo(cmd) || (tc.loseRegistered && isRegister(cmd)) {
@@ -54,22 +56,22 @@ func TestClusterDeductIsRegisteredBeforeItCounts(t *testing.T) {
 				},
 			})
 			if tc.rollbackFirst {
-				if _, err := e.svc.Rollback(t.Context(), 1, "k"); err != nil {
+				if _, err := rollbackIn(rec, e.svc, 1, "k"); err != nil {
 					t.Fatal(err)
 				}
 			}
-			_, err := x.Deduct(t.Context(), 1, "k", []quota.Item{item("USER", "u", 1, "ITEM:1")})
+			_, err := deductIn(rec, x, 1, "k", item("USER", "u", 1, "ITEM:1"))
 			if !errors.Is(err, quota.ErrUnavailable) && !errors.Is(err, quota.ErrRolledBack) {
 				t.Fatalf("deduct: %v; want ErrUnavailable or ErrRolledBack", err)
 			}
 			// the client rolls back what it was not told was taken
-			if _, err := e.svc.Rollback(t.Context(), 1, "k"); err != nil {
+			if _, err := rollbackIn(rec, e.svc, 1, "k"); err != nil {
 				t.Fatal(err)
 			}
 			if got := e.used(t, 1, "USER", "u", "ITEM:1", day); got != 0 {
 				t.Fatalf("counter %d after the deduct's rollback; want 0", got)
 			}
-			if _, err := e.deduct(1, "k", item("USER", "u", 1, "ITEM:1")); !errors.Is(err, quota.ErrRolledBack) {
+			if _, err := deductIn(rec, e.svc, 1, "k", item("USER", "u", 1, "ITEM:1")); !errors.Is(err, quota.ErrRolledBack) {
 				t.Fatalf("a late retry: %v; want ErrRolledBack", err)
 			}
 			checkGranted(t, e, day, 5, []string{"USER:u"}, nil)

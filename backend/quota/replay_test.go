@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/backend/quota"
 )
 
@@ -39,6 +40,7 @@ var replayIDs = []string{"DEVICE:d", "USER:u"}
 // replays both steps and answers 200. X must not give back what Y answered for.
 func replyLost(t *testing.T, rdb redis.UniversalClient) {
 	e, day, items := replayEnv(t, rdb)
+	rec := history.For(t)
 	var yErr error
 	fired := false
 	x := e.backend(t, cmdHook{process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
@@ -49,11 +51,11 @@ func replyLost(t *testing.T, rdb redis.UniversalClient) {
 		if err := next(ctx, cmd); err != nil {
 			t.Errorf("X's USER step: %v", err)
 		}
-		_, yErr = e.deduct(1, "k", items...)
+		_, yErr = deductIn(rec, e.svc, 1, "k", items...)
 		cmd.SetErr(errInjected)
 		return errInjected
 	}})
-	if _, err := x.Deduct(t.Context(), 1, "k", items); !errors.Is(err, quota.ErrUnavailable) {
+	if _, err := deductIn(rec, x, 1, "k", items...); !errors.Is(err, quota.ErrUnavailable) {
 		t.Fatalf("X, its reply lost: %v; want ErrUnavailable", err)
 	}
 	if !fired || yErr != nil {
@@ -67,7 +69,8 @@ func replyLost(t *testing.T, rdb redis.UniversalClient) {
 // DEVICE counted.
 func refusedThenCompleted(t *testing.T, rdb redis.UniversalClient) {
 	e, day, items := replayEnv(t, rdb)
-	if _, err := e.deduct(1, "other", item("USER", "u", 1, "ITEM:1")); err != nil {
+	rec := history.For(t)
+	if _, err := deductIn(rec, e.svc, 1, "other", item("USER", "u", 1, "ITEM:1")); err != nil {
 		t.Fatal(err)
 	}
 	var yErr error
@@ -78,13 +81,13 @@ func refusedThenCompleted(t *testing.T, rdb redis.UniversalClient) {
 		}
 		fired = true
 		err := next(ctx, cmd) // refused: "other" holds USER u
-		if _, err := e.svc.Rollback(context.WithoutCancel(ctx), 1, "other"); err != nil {
+		if _, err := rollbackIn(rec, e.svc, 1, "other"); err != nil {
 			t.Errorf("rollback other: %v", err)
 		}
-		_, yErr = e.deduct(1, "k", items...)
+		_, yErr = deductIn(rec, e.svc, 1, "k", items...)
 		return err
 	}})
-	_, err := x.Deduct(t.Context(), 1, "k", items)
+	_, err := deductIn(rec, x, 1, "k", items...)
 	if !errors.Is(err, quota.ErrQuotaExceeded) && !errors.Is(err, quota.ErrUnavailable) {
 		t.Fatalf("X, refused at USER: %v; want ErrQuotaExceeded or ErrUnavailable", err)
 	}
@@ -100,7 +103,8 @@ func refusedThenCompleted(t *testing.T, rdb redis.UniversalClient) {
 // of Y's answer settles the request.
 func replayedThenRefused(t *testing.T, rdb redis.UniversalClient) {
 	e, day, items := replayEnv(t, rdb)
-	if _, err := e.deduct(1, "other", item("USER", "u", 1, "ITEM:1")); err != nil {
+	rec := history.For(t)
+	if _, err := deductIn(rec, e.svc, 1, "other", item("USER", "u", 1, "ITEM:1")); err != nil {
 		t.Fatal(err)
 	}
 	yAtUser, release, yDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
@@ -120,18 +124,18 @@ func replayedThenRefused(t *testing.T, rdb redis.UniversalClient) {
 			xFired = true
 			go func() {
 				defer close(yDone)
-				_, yErr = y.Deduct(context.Background(), 1, "k", items)
+				_, yErr = deductIn(rec, y, 1, "k", items...)
 			}()
 			<-yAtUser // Y has replayed DEVICE
 		}
 		return next(ctx, cmd)
 	}})
-	if _, err := x.Deduct(t.Context(), 1, "k", items); !errors.Is(err, quota.ErrQuotaExceeded) {
+	if _, err := deductIn(rec, x, 1, "k", items...); !errors.Is(err, quota.ErrQuotaExceeded) {
 		close(release)
 		<-yDone
 		t.Fatalf("X, refused at USER: %v; want ErrQuotaExceeded", err)
 	}
-	if _, err := e.svc.Rollback(t.Context(), 1, "other"); err != nil {
+	if _, err := rollbackIn(rec, e.svc, 1, "other"); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
@@ -149,7 +153,7 @@ func replayedThenRefused(t *testing.T, rdb redis.UniversalClient) {
 		return
 	}
 	// the client retries after Y's 503: now there is room
-	if _, err := e.deduct(1, "k", items...); err != nil {
+	if _, err := deductIn(rec, e.svc, 1, "k", items...); err != nil {
 		t.Fatalf("a retry after Y's %v: %v; want 200", yErr, err)
 	}
 	checkGranted(t, e, day, 1, replayIDs, map[string][]quota.Item{"k": items})
@@ -160,7 +164,8 @@ func replayedThenRefused(t *testing.T, rdb redis.UniversalClient) {
 // answer 200 on a DEVICE step that Z gives back.
 func refusedWhileFirstCompletes(t *testing.T, rdb redis.UniversalClient) {
 	e, day, items := replayEnv(t, rdb)
-	if _, err := e.deduct(1, "other", item("USER", "u", 1, "ITEM:1")); err != nil {
+	rec := history.For(t)
+	if _, err := deductIn(rec, e.svc, 1, "other", item("USER", "u", 1, "ITEM:1")); err != nil {
 		t.Fatal(err)
 	}
 	zRefused, zGo, zDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
@@ -182,16 +187,16 @@ func refusedWhileFirstCompletes(t *testing.T, rdb redis.UniversalClient) {
 			xFired = true
 			go func() {
 				defer close(zDone)
-				_, zErr = z.Deduct(context.Background(), 1, "k", items)
+				_, zErr = deductIn(rec, z, 1, "k", items...)
 			}()
 			<-zRefused
-			if _, err := e.svc.Rollback(context.WithoutCancel(ctx), 1, "other"); err != nil {
+			if _, err := rollbackIn(rec, e.svc, 1, "other"); err != nil {
 				t.Errorf("rollback other: %v", err)
 			}
 		}
 		return next(ctx, cmd)
 	}})
-	_, xErr := x.Deduct(t.Context(), 1, "k", items)
+	_, xErr := deductIn(rec, x, 1, "k", items...)
 	close(zGo)
 	<-zDone
 	t.Logf("X answered %v, Z %v", xErr, zErr)
@@ -206,7 +211,7 @@ func refusedWhileFirstCompletes(t *testing.T, rdb redis.UniversalClient) {
 	}
 	checkGranted(t, e, day, 1, replayIDs, granted)
 	if len(granted) == 0 {
-		if _, err := e.deduct(1, "k", items...); err != nil {
+		if _, err := deductIn(rec, e.svc, 1, "k", items...); err != nil {
 			t.Fatalf("the client's retry: %v; want 200", err)
 		}
 		checkGranted(t, e, day, 1, replayIDs, map[string][]quota.Item{"k": items})

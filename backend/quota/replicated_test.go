@@ -1,7 +1,6 @@
 package quota_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"vouchergate/backend/backendtest/history"
 	"vouchergate/backend/quota"
 	"vouchergate/testkit"
 )
@@ -39,9 +39,9 @@ func TestReplicatedReplayWaitsForTheRecordItReplays(t *testing.T) {
 	// a second: time enough for a replica to acknowledge on a loaded machine; a cut one never does
 	cfg.Durability = quota.Durability{MinReplicas: 1, Wait: time.Second}
 	a := e.start(t, cfg)
-	ctx := context.Background()
+	rec := history.For(t)
 	deduct := func(svc *quota.Service, key string) error {
-		_, err := svc.Deduct(ctx, 7, key, []quota.Item{item("USER", "u-1", 1, "ITEM:1001")})
+		_, err := deductIn(rec, svc, 7, key, item("USER", "u-1", 1, "ITEM:1001"))
 		return err
 	}
 	for _, key := range []string{"taken", "rolled-back"} {
@@ -69,7 +69,7 @@ func TestReplicatedReplayWaitsForTheRecordItReplays(t *testing.T) {
 	if err := deduct(a, "cut"); !errors.Is(err, quota.ErrUnavailable) {
 		t.Fatalf("deduct on a with the replica cut off: %v; want ErrUnavailable", err)
 	}
-	if _, err := a.Rollback(ctx, 7, "rolled-back"); !errors.Is(err, quota.ErrUnavailable) {
+	if _, err := rollbackIn(rec, a, 7, "rolled-back"); !errors.Is(err, quota.ErrUnavailable) {
 		t.Fatalf("rollback on a with the replica cut off: %v; want ErrUnavailable", err)
 	}
 	for _, tc := range cases {
@@ -84,13 +84,16 @@ func TestReplicatedReplayWaitsForTheRecordItReplays(t *testing.T) {
 		t.Errorf("retry cut once the replica is back: %v", err)
 	}
 	if err := eventually(10*time.Second, func() error {
-		_, err := b.Rollback(ctx, 7, "rolled-back")
+		_, err := rollbackIn(rec, b, 7, "rolled-back")
 		return err
 	}); err != nil {
 		t.Errorf("retry the rollback once the replica is back: %v", err)
 	}
 	if err := deduct(b, "rolled-back"); !errors.Is(err, quota.ErrRolledBack) {
 		t.Errorf("retry rolled-back once the replica is back: %v; want ErrRolledBack", err)
+	}
+	if _, err := usageIn(rec, b, 7, "USER", "u-1", []string{"ITEM:1001"}); err != nil {
+		t.Errorf("usage of u-1: %v", err)
 	}
 	if u := e.used(t, 7, "USER", "u-1", "ITEM:1001", calendar(t, quota.Day, "UTC")); u != 5 {
 		t.Errorf("u-1 at %d; want 5 (taken, cut and the three own-), each counted once", u)

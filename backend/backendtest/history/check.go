@@ -13,8 +13,8 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// Timeout bounds the check of one partition. A partition not decided in time is reported
-// undecided, not rejected.
+// Timeout bounds the check of one partition. A partition not decided in time is undecided:
+// not rejected, but not checked either, and For fails the test for it.
 var Timeout = 2 * time.Minute
 
 // Result is what the check of a history found.
@@ -27,6 +27,10 @@ type Result struct {
 
 // Linearizable reports whether no partition was rejected.
 func (r Result) Linearizable() bool { return len(r.Failures) == 0 }
+
+// Decided reports whether every partition was decided within Timeout: a history with an
+// undecided partition is linearizable only as far as the check went.
+func (r Result) Decided() bool { return len(r.Undecided) == 0 }
 
 // Failure is a rejected partition, told by its smallest failing window: the shortest prefix of
 // the partition's history (by completion) that is already not linearizable, ending with the
@@ -338,6 +342,14 @@ func describe(op *Op) string {
 	return b.String()
 }
 
+func describeItems(items []Item) string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = fmt.Sprintf("%s:%s %d %v", it.Type, it.Identity, it.Amount, it.Dimensions)
+	}
+	return strings.Join(out, ", ")
+}
+
 func describeCall(op *Op) string {
 	switch op.Kind {
 	case Reserve:
@@ -346,14 +358,14 @@ func describeCall(op *Op) string {
 		return fmt.Sprintf("%s %s order %s", op.Kind, op.Voucher, op.Order)
 	case Close:
 		return "close " + op.Voucher
+	case Expire:
+		return fmt.Sprintf("expire %s order %s", op.Voucher, op.Order)
 	case Deduct:
-		items := make([]string, len(op.Items))
-		for i, it := range op.Items {
-			items[i] = fmt.Sprintf("%s:%s %d %v", it.Type, it.Identity, it.Amount, it.Dimensions)
-		}
-		return fmt.Sprintf("deduct biz %d key %s [%s]", op.Biz, op.IdemKey, strings.Join(items, ", "))
+		return fmt.Sprintf("deduct biz %d key %s [%s]", op.Biz, op.IdemKey, describeItems(op.Items))
 	case Rollback:
 		return fmt.Sprintf("rollback biz %d key %s", op.Biz, op.IdemKey)
+	case PartialRollback:
+		return fmt.Sprintf("partial rollback biz %d key %s as %s [%s]", op.Biz, op.IdemKey, op.RollbackKey, describeItems(op.Items))
 	case Usage:
 		return fmt.Sprintf("usage biz %d %s", op.Biz, op.Identity)
 	}

@@ -13,9 +13,10 @@ import (
 // quotaParts partitions the quota operations by identity: each identity's counters and
 // idemKey records are its own (one hash tag in Redis). A deduct of several identities is seen
 // by each partition as its part on that identity; a rollback goes to the partitions of every
-// identity a deduct of its idemKey names; a usage read to its identity's.
+// identity a deduct of its idemKey names, a partial rollback to those its items name; a usage
+// read to its identity's.
 func quotaParts(ops []Op) []*part {
-	sp := &quotaSplit{identities: map[reqKey][]string{}, inexact: map[string]bool{}}
+	sp := &quotaSplit{identities: map[reqKey][]string{}, inexact: map[string]bool{}, holding: map[string][]*quotaOp{}}
 	sp.project(ops)
 	unsettled := sp.unsettled()
 	sp.merge()
@@ -31,7 +32,10 @@ type reqKey struct {
 type quotaSplit struct {
 	ops        []*quotaOp
 	identities map[reqKey][]string // the identities a request's deducts name
-	inexact    map[string]bool     // identities whose answered values are lower bounds only
+	inexact    map[string]bool     // identities whose answered values are checked between bounds
+	// holding: by identity, the refused deducts of several identities, each of which may have
+	// held its step there while it ran
+	holding map[string][]*quotaOp
 }
 
 // project gives each deduct's part on each identity it names.
@@ -44,7 +48,7 @@ func (sp *quotaSplit) project(ops []Op) {
 		rk := reqKey{op.Biz, op.IdemKey}
 		items, ids := itemsByIdentity(op)
 		for _, id := range ids {
-			q := &quotaOp{op: op, id: id, fp: fingerprint(items[id]), counters: countersOf(op.Counters, op.Biz, id)}
+			q := &quotaOp{op: op, id: id, items: items[id], fp: fingerprint(items[id]), counters: countersOf(op.Counters, op.Biz, id)}
 			q.answer = canonicalAnswer(q.counters)
 			if op.Outcome == Ok {
 				q.takes = map[string]int64{}
@@ -54,6 +58,9 @@ func (sp *quotaSplit) project(ops []Op) {
 			}
 			if len(ids) > 1 && op.Outcome != Ok {
 				sp.inexact[id] = true // it may have held steps here while it tried the next identity
+			}
+			if len(ids) > 1 && op.Outcome == Fail {
+				sp.holding[id] = append(sp.holding[id], q)
 			}
 			if !contains(sp.identities[rk], id) {
 				sp.identities[rk] = append(sp.identities[rk], id)
@@ -129,20 +136,24 @@ func (sp *quotaSplit) merge() {
 	sp.ops = kept
 }
 
-// rollbacksAndReads adds each rollback to the identities its request names, and each usage
-// read to its identity.
+// rollbacksAndReads adds each rollback to the identities its request names, each partial
+// rollback to the identities its items name, and each usage read to its identity.
 func (sp *quotaSplit) rollbacksAndReads(ops []Op, unsettled map[reqKey]map[string][]*Op) {
 	for i := range ops {
 		op := &ops[i]
 		switch op.Kind {
-		case Rollback:
+		case Rollback, PartialRollback:
 			rk := reqKey{op.Biz, op.IdemKey}
-			for _, id := range sp.identities[rk] {
+			ids, items := sp.identities[rk], map[string][]Item(nil)
+			if op.Kind == PartialRollback {
+				items, ids = itemsByIdentity(op)
+			}
+			for _, id := range ids {
 				ret := map[string]int64{}
 				for _, c := range countersOf(op.Returned, op.Biz, id) {
 					ret[c.Dimension+"|"+c.Window+"|"] += c.Used
 				}
-				q := &quotaOp{op: op, id: id, returned: canonicalTakes(ret)}
+				q := &quotaOp{op: op, id: id, items: items[id], fp: fingerprint(items[id]), returned: canonicalTakes(ret)}
 				for _, d := range unsettled[rk][id] {
 					if d.Invoke <= op.Complete && (d.Outcome != Fail || d.Complete >= op.Invoke) {
 						q.transient = true
@@ -165,6 +176,13 @@ func (sp *quotaSplit) parts() []*part {
 	var names []string
 	for _, q := range sp.ops {
 		q.exact = !sp.inexact[q.id]
+		if !q.exact && (q.op.Kind == Deduct || q.op.Kind == Usage) {
+			for _, h := range sp.holding[q.id] {
+				if h.op.Invoke <= q.op.Complete && h.op.Complete >= q.op.Invoke {
+					q.held = append(q.held, h.items)
+				}
+			}
+		}
 		p := byID[q.id]
 		if p == nil {
 			p = &part{name: "quota " + q.id}
@@ -201,7 +219,7 @@ func quotaModel(p *part) {
 	p.explain = func(s, in any) string { _, why := step(s, in); return why }
 	p.related = func(a, b *Op) bool { return a.IdemKey != "" && a.IdemKey == b.IdemKey }
 	p.model = porcupine.Model{
-		Init: func() any { return &quotaState{counters: map[string]int64{}, keys: map[string]idemRecord{}} },
+		Init: func() any { return newQuotaState() },
 		Step: func(s, in, _ any) (bool, any) {
 			n, why := step(s, in)
 			return why == "", n

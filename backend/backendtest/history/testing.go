@@ -28,7 +28,8 @@ var (
 
 // For returns t's recorder, the same one on every call, and checks its history when t ends:
 // a history the models reject fails t with the smallest failing window of each rejected
-// partition; the history of a failed t is kept in Dir(t.Name()).
+// partition, and so does one with a partition the check could not decide within Timeout (a
+// history nobody checked proves nothing); the history of a failed t is kept in Dir(t.Name()).
 func For(t testing.TB) *Recorder {
 	forMu.Lock()
 	defer forMu.Unlock()
@@ -46,38 +47,28 @@ func For(t testing.TB) *Recorder {
 	return r
 }
 
-// Verify checks the history so far and fails t if the models reject it, keeping it in
-// Dir(t.Name()) when t has failed.
+// Verify checks the history so far and fails t if the models reject it or a partition is not
+// decided within Timeout, keeping it in Dir(t.Name()) when t has failed.
 func (r *Recorder) Verify(t testing.TB) {
 	t.Helper()
 	ops := r.Ops()
 	if len(ops) == 0 {
 		return
 	}
-	r.mu.Lock()
-	skip := r.skip
-	r.mu.Unlock()
-	if skip != "" {
-		t.Logf("history: %d operations, not checked: %s", len(ops), skip)
-		if t.Failed() {
-			r.keep(t, ops, Result{})
-		}
-		return
-	}
 	res := Check(ops, r.Vouchers())
 	verdict := "linearizable"
-	if !res.Linearizable() {
+	switch {
+	case !res.Linearizable():
 		verdict = fmt.Sprintf("NOT linearizable (%d partitions rejected)", len(res.Failures))
+	case !res.Decided():
+		verdict = fmt.Sprintf("NOT CHECKED (%d partitions undecided)", len(res.Undecided))
 	}
 	t.Logf("history: %d operations in %d partitions, %s, checked in %s", res.Ops, res.Partitions, verdict, res.Took.Round(time.Millisecond))
-	for _, u := range res.Undecided {
-		t.Logf("history: %s not decided within %s", u, Timeout)
-	}
-	if res.Linearizable() && !t.Failed() {
+	if res.Linearizable() && res.Decided() && !t.Failed() {
 		return
 	}
 	dir := r.keep(t, ops, res)
-	if !res.Linearizable() {
+	if !res.Linearizable() || !res.Decided() {
 		t.Errorf("%s", res.Report(dir))
 	}
 }
@@ -137,11 +128,16 @@ func viewName(partition string) string { return unsafeChars.ReplaceAllString(par
 // reported is how many rejected partitions a report tells, the earliest first.
 const reported = 5
 
-// Report tells the earliest rejected partitions, and where the history is kept (dir; "" for
-// none).
+// Report tells the earliest rejected partitions, those not decided, and where the history is
+// kept (dir; "" for none).
 func (res Result) Report(dir string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "history not linearizable: %d of %d partitions rejected", len(res.Failures), res.Partitions)
+	switch {
+	case !res.Linearizable():
+		fmt.Fprintf(&b, "history not linearizable: %d of %d partitions rejected", len(res.Failures), res.Partitions)
+	default:
+		fmt.Fprintf(&b, "history not checked: %d of %d partitions not decided within %s", len(res.Undecided), res.Partitions, Timeout)
+	}
 	for _, f := range res.Failures[:min(len(res.Failures), reported)] {
 		fmt.Fprintf(&b, "\n%s", f)
 		if dir != "" && f.part != nil {
@@ -153,6 +149,9 @@ func (res Result) Report(dir string) string {
 		for _, f := range res.Failures[reported:] {
 			fmt.Fprintf(&b, " %s;", f.Partition)
 		}
+	}
+	if !res.Decided() {
+		fmt.Fprintf(&b, "\nnot decided within %s (not checked): %s", Timeout, strings.Join(res.Undecided, "; "))
 	}
 	if dir != "" {
 		fmt.Fprintf(&b, "\nhistory: %s", filepath.Join(dir, "history.jsonl"))

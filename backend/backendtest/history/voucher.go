@@ -18,7 +18,8 @@ import (
 // refused, another customer is refused. A refusal changes nothing and is legal whenever the
 // order is not its customer's active one: the system may refuse while uses are held in Redis
 // by attempts in flight or hanging (under-allocation, DESIGN.md section 1), which the fault
-// tests' sale of the rest checks instead. Holds expiring by the clock are not modelled.
+// tests' sale of the rest checks instead. A hold coming due (Expire) may be released by an
+// expiry job at any instant after: the order becomes RELEASED if it is still RESERVED.
 
 // Order states.
 const (
@@ -127,6 +128,8 @@ func (v Voucher) step(s *voucherState, op *Op) (*voucherState, string) {
 		return release(s, op, key, o, exists)
 	case Refund:
 		return refund(s, op, key, o, exists)
+	case Expire:
+		return expire(s, op, key, o, exists)
 	}
 	if op.Outcome == Ok || op.Outcome == Fail {
 		return nil, fmt.Sprintf("%s is no voucher operation", op.Kind)
@@ -197,11 +200,7 @@ func confirm(s *voucherState, op *Op, key string, o order, exists bool) (*vouche
 	case op.Outcome == Fail, !exists, o.status != reserved:
 		return s, ""
 	}
-	n := s.clone()
-	o.status = confirmed
-	n.set(key, o)
-	return n, ""
-
+	return withStatus(s, key, o, confirmed), ""
 }
 
 // release: RESERVED becomes RELEASED, giving its use back; a confirmed order is refused.
@@ -218,10 +217,7 @@ func release(s *voucherState, op *Op, key string, o order, exists bool) (*vouche
 	case op.Outcome == Fail, !exists, o.status != reserved:
 		return s, ""
 	}
-	n := s.clone()
-	o.status = released
-	n.set(key, o)
-	return n, ""
+	return withStatus(s, key, o, released), ""
 }
 
 // refund: CONFIRMED becomes REFUNDED, giving its use back (again: the same); a reserved order is
@@ -239,10 +235,26 @@ func refund(s *voucherState, op *Op, key string, o order, exists bool) (*voucher
 	case op.Outcome == Fail, !exists, o.status != confirmed:
 		return s, ""
 	}
+	return withStatus(s, key, o, refunded), ""
+}
+
+// expire: an expiry job releases a RESERVED order whose hold is due; any other it leaves.
+func expire(s *voucherState, op *Op, key string, o order, exists bool) (*voucherState, string) {
+	switch {
+	case op.Outcome == Ok && (!exists || o.status != reserved):
+		return nil, fmt.Sprintf("order %s expired, but it is %s", op.Order, describeOrder(o, exists))
+	case op.Outcome == Fail, !exists, o.status != reserved:
+		return s, ""
+	}
+	return withStatus(s, key, o, released), ""
+}
+
+// withStatus is s with the order at key, o, in status.
+func withStatus(s *voucherState, key string, o order, status byte) *voucherState {
 	n := s.clone()
-	o.status = refunded
+	o.status = status
 	n.set(key, o)
-	return n, ""
+	return n
 }
 
 func describeOrder(o order, exists bool) string {

@@ -22,7 +22,7 @@ func voucherParts(ops []Op, vouchers map[string]Voucher) ([]*part, []Failure) {
 	var codes []string
 	for i := range ops {
 		switch ops[i].Kind {
-		case Reserve, Confirm, Release, Refund, Close:
+		case Reserve, Confirm, Release, Refund, Close, Expire:
 		default:
 			continue
 		}
@@ -250,8 +250,9 @@ func groupName(ops []*Op) string {
 
 // limitFailures checks what a voucher's orders share. Total limit: an order certainly holds a
 // use from the first answer that proves it exists (its grant is no later) until the first
-// release sent for it (its release is no earlier); if more orders than total_limit certainly
-// hold one at some instant, every order of the operations over-allocates. Close: an order
+// release, refund or expiry sent for it (its end is no earlier); if more orders than
+// total_limit certainly hold one at some instant, every order of the operations
+// over-allocates. Close: an order
 // whose every reservation that could have granted it was sent after the voucher's close had
 // been answered was granted on a closed voucher.
 func limitFailures(code string, spec Voucher, list []*Op) []Failure {
@@ -267,7 +268,7 @@ func limitFailures(code string, spec Voucher, list []*Op) []Failure {
 type orderTimes struct {
 	proven      map[string]int64 // order -> the first answer proving it exists
 	provedBy    map[string]*Op   // that answer
-	releaseSent map[string]int64 // order -> its first release sent
+	releaseSent map[string]int64 // order -> its first release, refund or expiry sent
 	firstSent   map[string]int64 // order -> its first reservation that may have granted it
 	orders      []string         // the proven orders, sorted
 }
@@ -282,7 +283,7 @@ func timesOf(list []*Op) orderTimes {
 	for _, op := range list {
 		k := orderKey(op)
 		switch {
-		case op.Kind == Release, op.Kind == Refund: // either ends the order's hold of a use
+		case op.Kind == Release, op.Kind == Refund, op.Kind == Expire: // each may end the order's hold of a use
 			earliest(t.releaseSent, k, op.Invoke)
 		case op.Kind == Reserve && op.Outcome != Fail:
 			earliest(t.firstSent, k, op.Invoke)
