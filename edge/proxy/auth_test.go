@@ -115,6 +115,15 @@ func TestBadTokensAreRefusedAtTheEdge(t *testing.T) {
 	}
 }
 
+// The edge's own answers are JSON, not HTML: a message naming "Bearer <JWT>" says so as it is.
+func TestEdgeAnswersAreNotHTMLEscaped(t *testing.T) {
+	e, _, _, _ := tokenEdge(t)
+	a := e.do(t, "POST", "/quotas/deduct", `{}`)
+	if want := `{"error":"UNAUTHORIZED","message":"a bearer token is required: Authorization: Bearer <JWT>"}`; a.status != 401 || a.body != want {
+		t.Errorf("no token: %d %s; want 401 %s", a.status, a.body, want)
+	}
+}
+
 // A good token for another customer or identity gets 403; 42 and "42" are one customer.
 func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 	e, fb, _, iss := tokenEdge(t)
