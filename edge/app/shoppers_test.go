@@ -16,6 +16,14 @@ import (
 // shopperDo sends one request to the edge at addr with the bearer token tok ("" for none).
 func shopperDo(t *testing.T, addr, method, path, body, tok string) (int, string) {
 	t.Helper()
+	st, b, _ := shopperAnswer(t, addr, method, path, body, tok)
+	return st, b
+}
+
+// shopperAnswer is shopperDo with the answer's header fields, one "Name: value" a line in
+// the order sent, but Date, which only tells when.
+func shopperAnswer(t *testing.T, addr, method, path, body, tok string) (int, string, string) {
+	t.Helper()
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -31,7 +39,13 @@ func shopperDo(t *testing.T, addr, method, path, body, tok string) (int, string)
 	if err := fasthttp.DoTimeout(req, resp, 10*time.Second); err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	return resp.StatusCode(), string(resp.Body())
+	var header strings.Builder
+	for name, value := range resp.Header.All() {
+		if string(name) != "Date" {
+			header.WriteString(string(name) + ": " + string(value) + "\n")
+		}
+	}
+	return resp.StatusCode(), string(resp.Body()), header.String()
 }
 
 // Through the real edge and backend, with tokens signed by a test JWKS whose claims carry a
@@ -225,5 +239,43 @@ func TestOneShopperCannotSpendReadOrBlockAnothers(t *testing.T) {
 	}
 	if st, body := call("POST", "/vouchers/SHOPLAST/reservations", `{"customerId":78,"orderId":"o-late","orderAmount":1000}`, s78); st != 409 {
 		t.Errorf("78's new order once sold out: %d %s; want 409", st, body)
+	}
+	sameOnAHeldVoucher(t, e.Addr, "SHOPLAST", "o-last", s78)
+
+	// A paused flash voucher: 78 is told of 77's held orderId what it is told of a new one,
+	// while 77's retry still gets its 201.
+	b.CreateVoucher(t, backendtest.Voucher{Code: "SHOPHALT", Discount: 100, TotalLimit: 5, FlashSale: true})
+	halt := `{"customerId":77,"orderId":"o-halt","orderAmount":1000}`
+	if st, body := call("POST", "/vouchers/SHOPHALT/reservations", halt, s77); st != 201 {
+		t.Fatalf("77 reserves SHOPHALT: %d %s", st, body)
+	}
+	editVoucher(t, b, "SHOPHALT", `{"active":false}`)
+	testkit.Eventually(t, "the edge to hold SHOPHALT paused", func() bool { return e.pausedAtTheEdge("SHOPHALT") })
+	if st, body := call("POST", "/vouchers/SHOPHALT/reservations", halt, s77); st != 201 || body != `{"orderId":"o-halt","discountAmount":100}` {
+		t.Errorf("77's retry once the edge holds the pause: %d %s; want its 201 again", st, body)
+	}
+	sameOnAHeldVoucher(t, e.Addr, "SHOPHALT", "o-halt", s78)
+}
+
+// sameOnAHeldVoucher checks that, on a voucher the edge holds sold out or paused, shopper 78
+// (token s78) is told of another customer's held orderId exactly what it is told of an orderId
+// nobody used: status, body and header, on a reservation and its dry run, with its own token,
+// with none, and naming another customer.
+func sameOnAHeldVoucher(t *testing.T, addr, code, held, s78 string) {
+	t.Helper()
+	for _, path := range []string{"/vouchers/" + code + "/reservations", "/vouchers/" + code + "/validate"} {
+		for _, tt := range []struct{ name, customer, tok string }{
+			{"78 with its token", "78", s78}, {"without a token", "78", ""}, {"78 naming customer 77", "77", s78},
+		} {
+			body := func(order string) string {
+				return `{"customerId":` + tt.customer + `,"orderId":"` + order + `","orderAmount":1000}`
+			}
+			st, b, h := shopperAnswer(t, addr, "POST", path, body(held), tt.tok)
+			nst, nb, nh := shopperAnswer(t, addr, "POST", path, body("o-nobodys"), tt.tok)
+			if st != nst || b != nb || h != nh {
+				t.Errorf("%s %s, another's held orderId: %d %s\n%s; one nobody used: %d %s\n%s; want the same answer",
+					path, tt.name, st, b, h, nst, nb, nh)
+			}
+		}
 	}
 }

@@ -17,6 +17,8 @@ import (
 //   - reservation, confirm, release and the quota paths need "Authorization: Bearer <JWT>",
 //     verified (edge/token); else 401 with WWW-Authenticate. /healthz and /readyz need none;
 //     the checkout API's paths are passed on as before, their Authorization unread and kept.
+//     A reservation or dry run of a voucher held sold out or paused is answered from memory
+//     before its token is checked, unless it is its holder's verified retry (reservingShopper).
 //   - the token's shopper acts only as itself: its subject must be the reservation's
 //     customerId, and every identity of a deduct or check, and the identity a usage read asks
 //     about, must be the shopper's own (USER the subject, another type one of the values the
@@ -41,25 +43,41 @@ const (
 
 var bearerPrefix = []byte("bearer ")
 
+// errNoBearer is verify's error for a request without a bearer token.
+var errNoBearer = errors.New("no bearer token")
+
 // authenticate verifies the request's bearer token and returns its shopper, or answers 401 and
 // returns false.
 func (p *Proxy) authenticate(ctx *fasthttp.RequestCtx) (*wire.Shopper, bool) {
-	raw, ok := bearerToken(ctx.Request.Header.Peek(headerAuthorization))
-	if !ok {
+	sh, err := p.verify(ctx)
+	switch {
+	case err == nil:
+		return sh, true
+	case errors.Is(err, errNoBearer):
 		p.counts.tokensRefused.WithLabelValues("missing").Inc()
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="vouchergate"`)
 		p.reject(ctx, fasthttp.StatusUnauthorized, wire.CodeUnauthorized, "a bearer token is required: Authorization: Bearer <JWT>")
-		return nil, false
-	}
-	sh, err := p.opts.Tokens.Shopper(raw)
-	if err != nil {
+	default:
 		// err is one of edge/token's reasons, worded by the edge for the client.
 		p.counts.tokensRefused.WithLabelValues(refusalLabel(err)).Inc()
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="vouchergate", error="invalid_token", error_description="`+err.Error()+`"`)
 		p.reject(ctx, fasthttp.StatusUnauthorized, wire.CodeUnauthorized, err.Error())
-		return nil, false
 	}
-	return &sh, true
+	return nil, false
+}
+
+// verify returns the shopper of the request's bearer token, answering nothing: errNoBearer
+// without one, or edge/token's reason for a token that does not verify.
+func (p *Proxy) verify(ctx *fasthttp.RequestCtx) (*wire.Shopper, error) {
+	raw, ok := bearerToken(ctx.Request.Header.Peek(headerAuthorization))
+	if !ok {
+		return nil, errNoBearer
+	}
+	sh, err := p.opts.Tokens.Shopper(raw)
+	if err != nil {
+		return nil, err
+	}
+	return &sh, nil
 }
 
 // bearerToken returns the token of an "Authorization: Bearer <token>" value (the scheme in any
