@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -25,10 +24,8 @@ import (
 //   - quota deduct and check: every item's identity must be the shopper's (USER the subject,
 //     another type one of its token's values for that type; 403);
 //   - idemKeys: a shopper's are its own (quota.Caller), so another shopper's deduct, check or
-//     rollback with the same string never meets them. A rollback of an idemKey the shopper's
-//     deducts have not noted gives back nothing and writes no rolled-back mark (the mark's
-//     guarantee, that a rollback sent before a timed-out deduct lands wins, stays with service
-//     callers; a shopper whose deduct lands after their rollback rolls back again);
+//     rollback with the same string never meets them; within its own, retries, checks and
+//     rollbacks behave as a service's (a rollback sent before a timed-out deduct lands wins);
 //   - quota usage: the identity asked about must be the shopper's (403).
 //
 // No oracle: to a shopper, another customer's orderId or idemKey is answered exactly as one
@@ -71,25 +68,6 @@ func (s *Server) shopperOwnsItems(ctx *fasthttp.RequestCtx, sh *wire.Shopper, it
 			s.notTheShopper(ctx, "the identity "+items[i].IdentityType+" of items["+strconv.Itoa(i)+"]")
 			return false
 		}
-	}
-	return true
-}
-
-// shopperMayRollback reports whether the rollback may go on: with no shopper, always; with one,
-// when its deducts of the idemKey noted an identity. Otherwise it answers 200 with nothing
-// given back, writing nothing (see the top of this file).
-func (s *Server) shopperMayRollback(ctx *fasthttp.RequestCtx, calls quota.Caller, sh *wire.Shopper, bizID int64, idemKey, rollbackKey string) bool {
-	if sh == nil {
-		return true
-	}
-	noted, err := calls.Noted(context.Background(), bizID, idemKey)
-	if err != nil {
-		s.respondOutcome(ctx, err)
-		return false
-	}
-	if len(noted) == 0 {
-		respondJSON(ctx, fasthttp.StatusOK, &wire.QuotaRollbackResponse{IdemKey: idemKey, RollbackKey: rollbackKey, Returned: []wire.QuotaReturned{}})
-		return false
 	}
 	return true
 }

@@ -261,8 +261,9 @@ func TestSubjectDeductsAndRollsBackOnlyItsOwnQuota(t *testing.T) {
 
 // Two shoppers using one idemKey string never meet: the second deduct counts for its own
 // shopper (not answered from the first's), each rolls back only its own, and a shopper's
-// rollback of an idemKey it has not used yet neither gives back nor bars anything. A service's
-// rollback still leaves the mark: a rollback sent before a timed-out deduct lands wins.
+// rollback of an idemKey it has not used yet gives back nothing and bars no one else. Within
+// each scope the mark keeps its meaning: a rollback sent before a timed-out deduct lands wins,
+// for a service and for a shopper alike.
 func TestSubjectCannotBarAnotherUsersIdemKey(t *testing.T) {
 	b, _ := startWithKeys(t, testKeys...)
 	if st, body := b.Do(t, "POST", "/admin/quota-rules", dayRule); st != 201 {
@@ -334,19 +335,26 @@ func TestSubjectCannotBarAnotherUsersIdemKey(t *testing.T) {
 		t.Errorf("bob's own k-late after the service's rollback of its k-late: %d %s; want 200", st, body)
 	}
 
-	// A shopper's own rollback sent before their deduct lands does not bar it; once the deduct
-	// is noted, rolling back again gives it back.
-	if st, _, _ := call("/quotas/rollback", rollback("k-carol"), secretEdge, "carol"); st != 200 {
-		t.Fatalf("carol's early rollback: %d", st)
+	// A shopper's own rollback sent before its deduct lands wins as a service's does: the
+	// deduct is refused and counts nothing. Another shopper's, and a service's, k-carol are not
+	// barred by it.
+	if st, _, body := call("/quotas/rollback", rollback("k-carol"), secretEdge, "carol"); st != 200 || body != `{"idemKey":"k-carol","returned":[]}` {
+		t.Fatalf("carol's early rollback: %d %s; want 200 with nothing returned", st, body)
 	}
-	if st, code, body := call("/quotas/deduct", deduct("k-carol", "carol"), secretEdge, "carol"); st != 200 {
-		t.Fatalf("carol's deduct after her early rollback: %d %s %s; want 200", st, code, body)
-	}
-	if st, _, body := call("/quotas/rollback", rollback("k-carol"), secretEdge, "carol"); st != 200 || !strings.Contains(body, `"amount":1`) {
-		t.Errorf("carol's rollback once her deduct is noted: %d %s; want 200 giving back 1", st, body)
+	if st, code, body := call("/quotas/deduct", deduct("k-carol", "carol"), secretEdge, "carol"); st != 409 || code != wire.CodeQuotaRolledBack {
+		t.Errorf("carol's deduct landing after her early rollback: %d %s; want 409 %s", st, body, wire.CodeQuotaRolledBack)
 	}
 	if n := used("carol"); n != 0 {
-		t.Errorf("carol's use after her rollback: %d; want 0", n)
+		t.Errorf("carol's use after her barred deduct: %d; want 0", n)
+	}
+	if st, _, body := call("/quotas/deduct", deduct("k-carol", "dave"), secretEdge, "dave"); st != 200 {
+		t.Errorf("dave's k-carol after carol's early rollback of hers: %d %s; want 200", st, body)
+	}
+	if st, _, body := call("/quotas/deduct", deduct("k-carol", "erin"), secretQuota, ""); st != 200 {
+		t.Errorf("a service's k-carol after carol's early rollback of hers: %d %s; want 200", st, body)
+	}
+	if n, m := used("dave"), used("erin"); n != 1 || m != 1 {
+		t.Errorf("dave's and erin's uses: %d and %d; want 1 each", n, m)
 	}
 }
 
