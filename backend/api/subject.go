@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -32,7 +33,8 @@ import (
 // nobody used, on every route; a 403 is only ever about the shopper's own token (a customerId
 // or identity that is not its own), whatever exists. Without a shopper (a service calling for
 // any customer) none of this applies, and a service names a shopper's order to confirm or
-// release it by its orderId, with ?customerId= when several shoppers reserved that orderId.
+// release it by its orderId, with ?customerId= when several shoppers reserved that orderId, and
+// rolls back or checks a shopper's deduct with ?customerId= naming the shopper.
 // A 403 here is counted as subject_mismatch.
 
 // SubjectHeader carries the shopper's subject from a key with scope edge.
@@ -88,4 +90,30 @@ func (s *Server) quotaCalls(sh *wire.Shopper) quota.Caller {
 		return s.quotas.As("")
 	}
 	return s.quotas.As(sh.Subject)
+}
+
+// quotaCallsNamed are the calls a rollback or check acts with: quotaCalls, but a service may
+// name a shopper with ?customerId= (its subject) to act on that shopper's idemKeys, as a
+// checkout rolling back the deduct a shopper made through the edge under the order's idemKey
+// must. A shopper's call ignores it: its idemKeys are its own. It answers 400 for a customerId
+// no subject can be.
+func (s *Server) quotaCallsNamed(ctx *fasthttp.RequestCtx, sh *wire.Shopper) (quota.Caller, bool) {
+	q := ctx.QueryArgs()
+	if sh != nil || !q.Has("customerId") {
+		return s.quotaCalls(sh), true
+	}
+	named := q.Peek("customerId")
+	if err := checkSubject(string(named)); err != nil {
+		badRequest(ctx, err)
+		return quota.Caller{}, false
+	}
+	return s.quotas.As(string(named)), true
+}
+
+// checkSubject holds a customerId naming a shopper to the rule the edge holds a token's sub to.
+func checkSubject(sub string) error {
+	if sub == "" || len(sub) > wire.MaxCustomerLen {
+		return fmt.Errorf("customerId is %d bytes; a shopper's is 1 to %d", len(sub), wire.MaxCustomerLen)
+	}
+	return wire.CheckText("customerId", sub)
 }

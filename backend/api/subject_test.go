@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -355,6 +356,83 @@ func TestSubjectCannotBarAnotherUsersIdemKey(t *testing.T) {
 	}
 	if n, m := used("dave"), used("erin"); n != 1 || m != 1 {
 		t.Errorf("dave's and erin's uses: %d and %d; want 1 each", n, m)
+	}
+}
+
+// A service reaches a shopper's deduct with ?customerId= naming the shopper: a checkout rolls
+// back (whole or in part) and checks the deduct a shopper made through the edge under the
+// order's idemKey. Without it the service's own idemKeys are meant; a shopper's call ignores it;
+// a customerId no subject can be is a 400.
+func TestServiceReachesAShoppersDeductByCustomerID(t *testing.T) {
+	b, _ := startWithKeys(t, testKeys...)
+	if st, body := b.Do(t, "POST", "/admin/quota-rules", dayRule); st != 201 {
+		t.Fatalf("rule: %d %s", st, body)
+	}
+	call := func(uri, body, secret, subject string) (int, string) {
+		st, answer, _ := b.DoWithHeaders(t, "POST", uri, []byte(body), withSubject(secret, subject))
+		return st, string(answer)
+	}
+	deduct := func(idemKey, user string, amount int) string {
+		return `{"bizId":1,"idemKey":"` + idemKey + `","items":[{"identityType":"USER","identity":"` + user +
+			`","dimensions":["ITEM:1001"],"amount":` + strconv.Itoa(amount) + `}]}`
+	}
+	used := func(user string) string {
+		st, body, _ := b.DoWithHeaders(t, "GET", "/quotas/usage?bizId=1&identityType=USER&identity="+user+"&dimension=ITEM:1001", nil,
+			map[string]string{"X-API-Key": secretQuota})
+		if st != 200 {
+			t.Fatalf("usage of %s: %d %s", user, st, body)
+		}
+		return strings.SplitN(strings.SplitN(string(body), `"used":`, 2)[1], ",", 2)[0]
+	}
+	if st, body := call("/quotas/deduct", deduct("order-9", "alice", 2), secretEdge, "alice"); st != 200 {
+		t.Fatalf("alice's deduct: %d %s", st, body)
+	}
+
+	// check: alice's recorded answer (used 2) with her name; without it the service's own
+	// order-9, a new deduct of 2 more, past the limit of 3
+	if st, body := call("/quotas/check?customerId=alice", deduct("order-9", "alice", 2), secretQuota, ""); st != 200 ||
+		!strings.Contains(body, `"pass":true`) || !strings.Contains(body, `"used":2`) {
+		t.Errorf("the service checking alice's order-9: %d %s; want her recorded pass, used 2", st, body)
+	}
+	if st, body := call("/quotas/check", deduct("order-9", "alice", 2), secretQuota, ""); st != 200 || !strings.Contains(body, `"error":"QUOTA_EXCEEDED"`) {
+		t.Errorf("the service checking its own order-9: %d %s; want a new deduct's QUOTA_EXCEEDED", st, body)
+	}
+	// rollback: nothing of alice's without her name, nor from bob naming her; hers with it
+	if st, body := call("/quotas/rollback", `{"bizId":1,"idemKey":"order-9"}`, secretQuota, ""); st != 200 || body != `{"idemKey":"order-9","returned":[]}` {
+		t.Errorf("the service rolling back its own order-9: %d %s; want nothing returned", st, body)
+	}
+	if st, body := call("/quotas/rollback?customerId=alice", `{"bizId":1,"idemKey":"order-9"}`, secretEdge, "bob"); st != 200 || body != `{"idemKey":"order-9","returned":[]}` {
+		t.Errorf("bob naming alice in his rollback: %d %s; want his own order-9, nothing returned", st, body)
+	}
+	if got := used("alice"); got != "2" {
+		t.Fatalf("alice's use before the service names her: %s; want 2", got)
+	}
+	partial := `{"bizId":1,"idemKey":"order-9","rollbackKey":"refund-1","items":[{"identityType":"USER","identity":"alice","dimensions":["ITEM:1001"],"amount":1}]}`
+	if st, body := call("/quotas/rollback?customerId=alice", partial, secretQuota, ""); st != 200 || !strings.Contains(body, `"amount":1`) {
+		t.Errorf("the service refunding 1 of alice's order-9: %d %s; want 1 given back", st, body)
+	}
+	if got := used("alice"); got != "1" {
+		t.Errorf("alice's use after the partial rollback: %s; want 1", got)
+	}
+	if st, body := call("/quotas/rollback?customerId=alice", `{"bizId":1,"idemKey":"order-9"}`, secretQuota, ""); st != 200 || !strings.Contains(body, `"amount":1`) {
+		t.Errorf("the service rolling back the rest of alice's order-9: %d %s; want 1 given back", st, body)
+	}
+	if got := used("alice"); got != "0" {
+		t.Errorf("alice's use after the service's rollback: %s; want 0", got)
+	}
+	if st, body := call("/quotas/deduct", deduct("order-9", "alice", 2), secretEdge, "alice"); st != 409 || !strings.Contains(body, wire.CodeQuotaRolledBack) {
+		t.Errorf("alice's late retry of order-9: %d %s; want 409 %s", st, body, wire.CodeQuotaRolledBack)
+	}
+	for _, bad := range []string{"", strings.Repeat("a", wire.MaxCustomerLen+1), "al%01ice"} {
+		for _, path := range []string{"/quotas/rollback", "/quotas/check"} {
+			body := `{"bizId":1,"idemKey":"order-9"}`
+			if path == "/quotas/check" {
+				body = deduct("order-9", "alice", 1)
+			}
+			if st, answer := call(path+"?customerId="+bad, body, secretQuota, ""); st != 400 || !strings.Contains(answer, "customerId") {
+				t.Errorf("%s?customerId=%q: %d %s; want 400 naming customerId", path, bad, st, answer)
+			}
+		}
 	}
 }
 
