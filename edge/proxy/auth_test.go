@@ -150,6 +150,10 @@ func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 		{"POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[{"identityType":"CARD","identity":"42","dimensions":["ITEM:1"]}]}`},
 		{"GET", "/quotas/usage?bizId=1&identityType=DEVICE&identity=d-victim", ""},
 		{"GET", "/quotas/usage?bizId=1&identityType=PHONE&identity=42", ""},
+		// a partial rollback's items, as a deduct's
+		{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k","rollbackKey":"r","items":[{"identityType":"DEVICE","identity":"d-victim","dimensions":["ITEM:1"]}]}`},
+		{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k","rollbackKey":"r","items":[{"identityType":"USER","identity":"42","dimensions":["ITEM:1"]},{"identityType":"USER","identity":"43","dimensions":["ITEM:1"]}]}`},
+		{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k","rollbackKey":"r","items":[{"identityType":"PHONE","identity":"+33600000000","dimensions":["ITEM:1"]}]}`},
 	}
 	for _, tt := range forbidden {
 		a := e.do(t, tt.method, tt.uri, tt.body, tok...)
@@ -168,6 +172,9 @@ func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 	if a := e.do(t, "POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[],"extra":1}`, tok...); a.status != 400 {
 		t.Errorf("deduct with an unknown field: %d %s; want 400", a.status, a.body)
 	}
+	if a := e.do(t, "POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k","Items":[],"items":[],"extra":1}`, tok...); a.status != 400 {
+		t.Errorf("rollback with an unknown field: %d %s; want 400", a.status, a.body)
+	}
 	if n, m := fb.reserves.Load(), fb.other.Load(); n+m != 0 {
 		t.Fatalf("%d reservations and %d other requests reached the backend", n, m)
 	}
@@ -184,13 +191,14 @@ func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 		{"GET", "/quotas/usage?bizId=1&identityType=DEVICE&identity=d-10", ""},
 		{"GET", "/quotas/usage?bizId=1&identityType=USER&identity=42", ""},
 		{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k"}`},
+		{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k","rollbackKey":"r","items":[{"identityType":"DEVICE","identity":"d-10","dimensions":["ITEM:1"]}]}`},
 	} {
 		if a := e.do(t, tt.method, tt.uri, tt.body, tok...); a.status != 200 {
 			t.Errorf("%s %s: %d %s; want the backend's 200", tt.method, tt.uri, a.status, a.body)
 		}
 	}
-	if n, m := fb.reserves.Load(), fb.other.Load(); n != 2 || m != 4 {
-		t.Fatalf("backend saw %d reservations and %d other requests; want 2 and 4", n, m)
+	if n, m := fb.reserves.Load(), fb.other.Load(); n != 2 || m != 5 {
+		t.Fatalf("backend saw %d reservations and %d other requests; want 2 and 5", n, m)
 	}
 	// the backends are told the shopper: its subject and the identities its token carries, and
 	// nothing of what a client sends in their place
