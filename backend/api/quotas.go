@@ -69,13 +69,18 @@ func wouldExceedWire(ws []quota.WouldExceed) []wire.QuotaWouldExceed {
 // check answers POST /quotas/check, a deduct's dry run with its body, decoded and checked as
 // the deduct's: 200 wire.QuotaCheckResponse, passing with the counters a deduct would reach or
 // not with the code (and for QUOTA_EXCEEDED the 409 body) it would be refused with; 400, 413,
-// 503 as a deduct. A refusal is an answer to the question, so a 200.
+// 503 as a deduct. A refusal is an answer to the question, so a 200. A service checks a
+// shopper's idemKey with ?customerId= (subject.go).
 func (s *Server) check(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
 	req, items, ok := s.deduction(ctx, sh)
 	if !ok {
 		return
 	}
-	res, err := s.quotaCalls(sh).Check(context.Background(), req.BizID, req.IdemKey, items)
+	calls, ok := s.quotaCallsNamed(ctx, sh)
+	if !ok {
+		return
+	}
+	res, err := calls.Check(context.Background(), req.BizID, req.IdemKey, items)
 	if err != nil {
 		refused, ok := refusalCode(err)
 		if !ok {
@@ -101,7 +106,8 @@ func (s *Server) check(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
 // rollback answers POST /quotas/rollback: 200 wire.QuotaRollbackResponse saying what this call
 // gave back (nothing for an unknown or already rolled back idemKey), 400, 403 (a shopper's item
 // of another identity), 409 ROLLBACK_KEY_REUSED, 413, 503. With items and a rollbackKey it is a
-// partial rollback (quota.Service.RollbackItems), else the whole.
+// partial rollback (quota.Service.RollbackItems), else the whole. A service rolls back a
+// shopper's deduct with ?customerId= naming the shopper (subject.go).
 func (s *Server) rollback(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
 	var req wire.QuotaRollbackRequest
 	if err := decodeJSON(ctx.PostBody(), &req, strict); err != nil {
@@ -129,11 +135,11 @@ func (s *Server) rollback(ctx *fasthttp.RequestCtx, sh *wire.Shopper) {
 // rollbackItems rolls back (for the shopper sh, if any) the deduct of idemKey, in part when
 // items are given, and answers as POST /quotas/rollback.
 func (s *Server) rollbackItems(ctx *fasthttp.RequestCtx, sh *wire.Shopper, bizID int64, idemKey, rollbackKey string, items []quota.Item) {
-	calls := s.quotaCalls(sh)
 	if items != nil && !s.shopperOwnsItems(ctx, sh, items) {
 		return
 	}
-	if !s.shopperMayRollback(ctx, calls, sh, bizID, idemKey, rollbackKey) {
+	calls, ok := s.quotaCallsNamed(ctx, sh)
+	if !ok {
 		return
 	}
 	var res quota.RollbackResult

@@ -1,7 +1,7 @@
 package api
 
 import (
-	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -25,17 +25,16 @@ import (
 //   - quota deduct and check: every item's identity must be the shopper's (USER the subject,
 //     another type one of its token's values for that type; 403);
 //   - idemKeys: a shopper's are its own (quota.Caller), so another shopper's deduct, check or
-//     rollback with the same string never meets them. A rollback of an idemKey the shopper's
-//     deducts have not noted gives back nothing and writes no rolled-back mark (the mark's
-//     guarantee, that a rollback sent before a timed-out deduct lands wins, stays with service
-//     callers; a shopper whose deduct lands after their rollback rolls back again);
+//     rollback with the same string never meets them; within its own, retries, checks and
+//     rollbacks behave as a service's (a rollback sent before a timed-out deduct lands wins);
 //   - quota usage: the identity asked about must be the shopper's (403).
 //
 // No oracle: to a shopper, another customer's orderId or idemKey is answered exactly as one
 // nobody used, on every route; a 403 is only ever about the shopper's own token (a customerId
 // or identity that is not its own), whatever exists. Without a shopper (a service calling for
 // any customer) none of this applies, and a service names a shopper's order to confirm or
-// release it by its orderId, with ?customerId= when several shoppers reserved that orderId.
+// release it by its orderId, with ?customerId= when several shoppers reserved that orderId, and
+// rolls back or checks a shopper's deduct with ?customerId= naming the shopper.
 // A 403 here is counted as subject_mismatch.
 
 // SubjectHeader carries the shopper's subject from a key with scope edge.
@@ -75,25 +74,6 @@ func (s *Server) shopperOwnsItems(ctx *fasthttp.RequestCtx, sh *wire.Shopper, it
 	return true
 }
 
-// shopperMayRollback reports whether the rollback may go on: with no shopper, always; with one,
-// when its deducts of the idemKey noted an identity. Otherwise it answers 200 with nothing
-// given back, writing nothing (see the top of this file).
-func (s *Server) shopperMayRollback(ctx *fasthttp.RequestCtx, calls quota.Caller, sh *wire.Shopper, bizID int64, idemKey, rollbackKey string) bool {
-	if sh == nil {
-		return true
-	}
-	noted, err := calls.Noted(context.Background(), bizID, idemKey)
-	if err != nil {
-		s.respondOutcome(ctx, err)
-		return false
-	}
-	if len(noted) == 0 {
-		respondJSON(ctx, fasthttp.StatusOK, &wire.QuotaRollbackResponse{IdemKey: idemKey, RollbackKey: rollbackKey, Returned: []wire.QuotaReturned{}})
-		return false
-	}
-	return true
-}
-
 // shopperMayRead reports whether usage of the identity may be read; it answers the 403 when not.
 func (s *Server) shopperMayRead(ctx *fasthttp.RequestCtx, sh *wire.Shopper, identityType, identity string) bool {
 	if sh == nil || sh.Owns(identityType, identity) {
@@ -110,4 +90,30 @@ func (s *Server) quotaCalls(sh *wire.Shopper) quota.Caller {
 		return s.quotas.As("")
 	}
 	return s.quotas.As(sh.Subject)
+}
+
+// quotaCallsNamed are the calls a rollback or check acts with: quotaCalls, but a service may
+// name a shopper with ?customerId= (its subject) to act on that shopper's idemKeys, as a
+// checkout rolling back the deduct a shopper made through the edge under the order's idemKey
+// must. A shopper's call ignores it: its idemKeys are its own. It answers 400 for a customerId
+// no subject can be.
+func (s *Server) quotaCallsNamed(ctx *fasthttp.RequestCtx, sh *wire.Shopper) (quota.Caller, bool) {
+	q := ctx.QueryArgs()
+	if sh != nil || !q.Has("customerId") {
+		return s.quotaCalls(sh), true
+	}
+	named := q.Peek("customerId")
+	if err := checkSubject(string(named)); err != nil {
+		badRequest(ctx, err)
+		return quota.Caller{}, false
+	}
+	return s.quotas.As(string(named)), true
+}
+
+// checkSubject holds a customerId naming a shopper to the rule the edge holds a token's sub to.
+func checkSubject(sub string) error {
+	if sub == "" || len(sub) > wire.MaxCustomerLen {
+		return fmt.Errorf("customerId is %d bytes; a shopper's is 1 to %d", len(sub), wire.MaxCustomerLen)
+	}
+	return wire.CheckText("customerId", sub)
 }

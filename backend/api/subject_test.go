@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -261,8 +262,9 @@ func TestSubjectDeductsAndRollsBackOnlyItsOwnQuota(t *testing.T) {
 
 // Two shoppers using one idemKey string never meet: the second deduct counts for its own
 // shopper (not answered from the first's), each rolls back only its own, and a shopper's
-// rollback of an idemKey it has not used yet neither gives back nor bars anything. A service's
-// rollback still leaves the mark: a rollback sent before a timed-out deduct lands wins.
+// rollback of an idemKey it has not used yet gives back nothing and bars no one else. Within
+// each scope the mark keeps its meaning: a rollback sent before a timed-out deduct lands wins,
+// for a service and for a shopper alike.
 func TestSubjectCannotBarAnotherUsersIdemKey(t *testing.T) {
 	b, _ := startWithKeys(t, testKeys...)
 	if st, body := b.Do(t, "POST", "/admin/quota-rules", dayRule); st != 201 {
@@ -334,19 +336,103 @@ func TestSubjectCannotBarAnotherUsersIdemKey(t *testing.T) {
 		t.Errorf("bob's own k-late after the service's rollback of its k-late: %d %s; want 200", st, body)
 	}
 
-	// A shopper's own rollback sent before their deduct lands does not bar it; once the deduct
-	// is noted, rolling back again gives it back.
-	if st, _, _ := call("/quotas/rollback", rollback("k-carol"), secretEdge, "carol"); st != 200 {
-		t.Fatalf("carol's early rollback: %d", st)
+	// A shopper's own rollback sent before its deduct lands wins as a service's does: the
+	// deduct is refused and counts nothing. Another shopper's, and a service's, k-carol are not
+	// barred by it.
+	if st, _, body := call("/quotas/rollback", rollback("k-carol"), secretEdge, "carol"); st != 200 || body != `{"idemKey":"k-carol","returned":[]}` {
+		t.Fatalf("carol's early rollback: %d %s; want 200 with nothing returned", st, body)
 	}
-	if st, code, body := call("/quotas/deduct", deduct("k-carol", "carol"), secretEdge, "carol"); st != 200 {
-		t.Fatalf("carol's deduct after her early rollback: %d %s %s; want 200", st, code, body)
-	}
-	if st, _, body := call("/quotas/rollback", rollback("k-carol"), secretEdge, "carol"); st != 200 || !strings.Contains(body, `"amount":1`) {
-		t.Errorf("carol's rollback once her deduct is noted: %d %s; want 200 giving back 1", st, body)
+	if st, code, body := call("/quotas/deduct", deduct("k-carol", "carol"), secretEdge, "carol"); st != 409 || code != wire.CodeQuotaRolledBack {
+		t.Errorf("carol's deduct landing after her early rollback: %d %s; want 409 %s", st, body, wire.CodeQuotaRolledBack)
 	}
 	if n := used("carol"); n != 0 {
-		t.Errorf("carol's use after her rollback: %d; want 0", n)
+		t.Errorf("carol's use after her barred deduct: %d; want 0", n)
+	}
+	if st, _, body := call("/quotas/deduct", deduct("k-carol", "dave"), secretEdge, "dave"); st != 200 {
+		t.Errorf("dave's k-carol after carol's early rollback of hers: %d %s; want 200", st, body)
+	}
+	if st, _, body := call("/quotas/deduct", deduct("k-carol", "erin"), secretQuota, ""); st != 200 {
+		t.Errorf("a service's k-carol after carol's early rollback of hers: %d %s; want 200", st, body)
+	}
+	if n, m := used("dave"), used("erin"); n != 1 || m != 1 {
+		t.Errorf("dave's and erin's uses: %d and %d; want 1 each", n, m)
+	}
+}
+
+// A service reaches a shopper's deduct with ?customerId= naming the shopper: a checkout rolls
+// back (whole or in part) and checks the deduct a shopper made through the edge under the
+// order's idemKey. Without it the service's own idemKeys are meant; a shopper's call ignores it;
+// a customerId no subject can be is a 400.
+func TestServiceReachesAShoppersDeductByCustomerID(t *testing.T) {
+	b, _ := startWithKeys(t, testKeys...)
+	if st, body := b.Do(t, "POST", "/admin/quota-rules", dayRule); st != 201 {
+		t.Fatalf("rule: %d %s", st, body)
+	}
+	call := func(uri, body, secret, subject string) (int, string) {
+		st, answer, _ := b.DoWithHeaders(t, "POST", uri, []byte(body), withSubject(secret, subject))
+		return st, string(answer)
+	}
+	deduct := func(idemKey, user string, amount int) string {
+		return `{"bizId":1,"idemKey":"` + idemKey + `","items":[{"identityType":"USER","identity":"` + user +
+			`","dimensions":["ITEM:1001"],"amount":` + strconv.Itoa(amount) + `}]}`
+	}
+	used := func(user string) string {
+		st, body, _ := b.DoWithHeaders(t, "GET", "/quotas/usage?bizId=1&identityType=USER&identity="+user+"&dimension=ITEM:1001", nil,
+			map[string]string{"X-API-Key": secretQuota})
+		if st != 200 {
+			t.Fatalf("usage of %s: %d %s", user, st, body)
+		}
+		return strings.SplitN(strings.SplitN(string(body), `"used":`, 2)[1], ",", 2)[0]
+	}
+	if st, body := call("/quotas/deduct", deduct("order-9", "alice", 2), secretEdge, "alice"); st != 200 {
+		t.Fatalf("alice's deduct: %d %s", st, body)
+	}
+
+	// check: alice's recorded answer (used 2) with her name; without it the service's own
+	// order-9, a new deduct of 2 more, past the limit of 3
+	if st, body := call("/quotas/check?customerId=alice", deduct("order-9", "alice", 2), secretQuota, ""); st != 200 ||
+		!strings.Contains(body, `"pass":true`) || !strings.Contains(body, `"used":2`) {
+		t.Errorf("the service checking alice's order-9: %d %s; want her recorded pass, used 2", st, body)
+	}
+	if st, body := call("/quotas/check", deduct("order-9", "alice", 2), secretQuota, ""); st != 200 || !strings.Contains(body, `"error":"QUOTA_EXCEEDED"`) {
+		t.Errorf("the service checking its own order-9: %d %s; want a new deduct's QUOTA_EXCEEDED", st, body)
+	}
+	// rollback: nothing of alice's without her name, nor from bob naming her; hers with it
+	if st, body := call("/quotas/rollback", `{"bizId":1,"idemKey":"order-9"}`, secretQuota, ""); st != 200 || body != `{"idemKey":"order-9","returned":[]}` {
+		t.Errorf("the service rolling back its own order-9: %d %s; want nothing returned", st, body)
+	}
+	if st, body := call("/quotas/rollback?customerId=alice", `{"bizId":1,"idemKey":"order-9"}`, secretEdge, "bob"); st != 200 || body != `{"idemKey":"order-9","returned":[]}` {
+		t.Errorf("bob naming alice in his rollback: %d %s; want his own order-9, nothing returned", st, body)
+	}
+	if got := used("alice"); got != "2" {
+		t.Fatalf("alice's use before the service names her: %s; want 2", got)
+	}
+	partial := `{"bizId":1,"idemKey":"order-9","rollbackKey":"refund-1","items":[{"identityType":"USER","identity":"alice","dimensions":["ITEM:1001"],"amount":1}]}`
+	if st, body := call("/quotas/rollback?customerId=alice", partial, secretQuota, ""); st != 200 || !strings.Contains(body, `"amount":1`) {
+		t.Errorf("the service refunding 1 of alice's order-9: %d %s; want 1 given back", st, body)
+	}
+	if got := used("alice"); got != "1" {
+		t.Errorf("alice's use after the partial rollback: %s; want 1", got)
+	}
+	if st, body := call("/quotas/rollback?customerId=alice", `{"bizId":1,"idemKey":"order-9"}`, secretQuota, ""); st != 200 || !strings.Contains(body, `"amount":1`) {
+		t.Errorf("the service rolling back the rest of alice's order-9: %d %s; want 1 given back", st, body)
+	}
+	if got := used("alice"); got != "0" {
+		t.Errorf("alice's use after the service's rollback: %s; want 0", got)
+	}
+	if st, body := call("/quotas/deduct", deduct("order-9", "alice", 2), secretEdge, "alice"); st != 409 || !strings.Contains(body, wire.CodeQuotaRolledBack) {
+		t.Errorf("alice's late retry of order-9: %d %s; want 409 %s", st, body, wire.CodeQuotaRolledBack)
+	}
+	for _, bad := range []string{"", strings.Repeat("a", wire.MaxCustomerLen+1), "al%01ice"} {
+		for _, path := range []string{"/quotas/rollback", "/quotas/check"} {
+			body := `{"bizId":1,"idemKey":"order-9"}`
+			if path == "/quotas/check" {
+				body = deduct("order-9", "alice", 1)
+			}
+			if st, answer := call(path+"?customerId="+bad, body, secretQuota, ""); st != 400 || !strings.Contains(answer, "customerId") {
+				t.Errorf("%s?customerId=%q: %d %s; want 400 naming customerId", path, bad, st, answer)
+			}
+		}
 	}
 }
 

@@ -16,6 +16,14 @@ import (
 // shopperDo sends one request to the edge at addr with the bearer token tok ("" for none).
 func shopperDo(t *testing.T, addr, method, path, body, tok string) (int, string) {
 	t.Helper()
+	st, b, _ := shopperAnswer(t, addr, method, path, body, tok)
+	return st, b
+}
+
+// shopperAnswer is shopperDo with the answer's header fields, one "Name: value" a line in
+// the order sent, but Date, which only tells when.
+func shopperAnswer(t *testing.T, addr, method, path, body, tok string) (int, string, string) {
+	t.Helper()
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -31,14 +39,21 @@ func shopperDo(t *testing.T, addr, method, path, body, tok string) (int, string)
 	if err := fasthttp.DoTimeout(req, resp, 10*time.Second); err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	return resp.StatusCode(), string(resp.Body())
+	var header strings.Builder
+	for name, value := range resp.Header.All() {
+		if string(name) != "Date" {
+			header.WriteString(string(name) + ": " + string(value) + "\n")
+		}
+	}
+	return resp.StatusCode(), string(resp.Body()), header.String()
 }
 
 // Through the real edge and backend, with tokens signed by a test JWKS whose claims carry a
 // shopper's device and phone: shopper 78 can neither spend, read nor block what is shopper 77's,
-// on any route the edge serves, for USER, DEVICE and PHONE identities; what 78 is told about 77's
-// orderIds and idemKeys is exactly what it is told about ones nobody used; and a service key
-// still reaches everything its scopes allow, 77's orders and counters included.
+// on any route the edge serves (a partial rollback included), for USER, DEVICE and PHONE
+// identities; what 78 is told about 77's orderIds and idemKeys is exactly what it is told about
+// ones nobody used, also on a voucher the edge holds sold out or paused; and a service key still
+// reaches everything its scopes allow, 77's orders and deducts included (naming 77).
 func TestOneShopperCannotSpendReadOrBlockAnothers(t *testing.T) {
 	bcfg := backendtest.Config(t)
 	bcfg.APIKeysFile = filepath.Join(t.TempDir(), "keys.yaml")
@@ -143,23 +158,57 @@ func TestOneShopperCannotSpendReadOrBlockAnothers(t *testing.T) {
 	if st, body := call("POST", "/quotas/deduct", deduct("order-5000", 1, "USER", "78", "DEVICE", "d-78", "PHONE", "+33678787878"), s78); st != 200 {
 		t.Fatalf("78's deduct under order-5000: %d %s", st, body)
 	}
-	st, body = call("POST", "/quotas/check", deduct("order-5000", 1, "USER", "77", "DEVICE", "d-victim"), s77)
-	nst, nbody = call("POST", "/quotas/check", deduct("fresh-77", 1, "USER", "77", "DEVICE", "d-victim"), s77)
+	mine77 := []string{"USER", "77", "DEVICE", "d-victim", "PHONE", "+33677777777"}
+	st, body = call("POST", "/quotas/check", deduct("order-5000", 1, mine77...), s77)
+	nst, nbody = call("POST", "/quotas/check", deduct("fresh-77", 1, mine77...), s77)
 	sameAs("77's check under the idemKey 78 used", st, body, nst, nbody, "order-5000", "fresh-77")
-	if st, body := call("POST", "/quotas/deduct", deduct("order-5000", 1, "USER", "77", "DEVICE", "d-victim"), s77); st != 200 ||
+	if st, body := call("POST", "/quotas/deduct", deduct("order-5000", 1, mine77...), s77); st != 200 ||
 		!strings.Contains(body, `"identity":"77"`) || strings.Contains(body, `"identity":"78"`) {
 		t.Fatalf("77's deduct under the idemKey 78 used: %d %s; want 200 with 77's own counters", st, body)
 	}
 	if st, body := call("POST", "/quotas/rollback", `{"bizId":7,"idemKey":"order-5000"}`, s77); st != 200 ||
-		!strings.Contains(body, `"identity":"d-victim"`) || strings.Contains(body, `"identity":"d-78"`) {
+		!strings.Contains(body, `"identity":"d-victim"`) || !strings.Contains(body, `"identity":"+33677777777"`) ||
+		strings.Contains(body, `"identity":"d-78"`) || strings.Contains(body, `"identity":"+33678787878"`) {
 		t.Errorf("77's rollback of order-5000: %d %s; want 77's counters given back, none of 78's", st, body)
 	}
 	for _, c := range []struct{ typ, identity, want string }{
-		{"USER", "77", "1"}, {"DEVICE", "d-victim", "1"}, {"USER", "78", "1"}, {"DEVICE", "d-78", "1"}, {"PHONE", "+33678787878", "1"},
+		{"USER", "77", "1"}, {"DEVICE", "d-victim", "1"}, {"PHONE", "+33677777777", "1"},
+		{"USER", "78", "1"}, {"DEVICE", "d-78", "1"}, {"PHONE", "+33678787878", "1"},
 	} {
 		if got := used(c.typ, c.identity); got != c.want {
 			t.Errorf("%s %s after both used order-5000: used %s; want %s", c.typ, c.identity, got, c.want)
 		}
+	}
+
+	// A partial rollback (a refund of one of two units) through the edge, on DEVICE and PHONE:
+	// 77 gives back its own; 78 can neither name 77's identities (403) nor reach 77's idemKey
+	// with its own (as an idemKey nobody used).
+	partial := func(idemKey string, items ...string) string {
+		b := deduct(idemKey, 1, items...)
+		return strings.Replace(b, `"items"`, `"rollbackKey":"refund-1","items"`, 1)
+	}
+	if st, body := call("POST", "/quotas/deduct", deduct("order-part", 2, "DEVICE", "d-victim", "PHONE", "+33677777777"), s77); st != 200 {
+		t.Fatalf("77's deduct of two: %d %s", st, body)
+	}
+	for _, id := range [][2]string{{"DEVICE", "d-victim"}, {"PHONE", "+33677777777"}} {
+		if st, body := call("POST", "/quotas/rollback", partial("order-part", id[0], id[1]), s78); st != 403 {
+			t.Errorf("78's partial rollback naming 77's %s: %d %s; want 403", id[0], st, body)
+		}
+	}
+	st, body = call("POST", "/quotas/rollback", partial("order-part", "DEVICE", "d-78", "PHONE", "+33678787878"), s78)
+	nst, nbody = call("POST", "/quotas/rollback", partial("never-used", "DEVICE", "d-78", "PHONE", "+33678787878"), s78)
+	sameAs("78's partial rollback of 77's idemKey", st, body, nst, nbody, "order-part", "never-used")
+	if st, body := call("POST", "/quotas/rollback", partial("order-part", "DEVICE", "d-victim", "PHONE", "+33677777777"), s77); st != 200 ||
+		strings.Count(body, `"amount":1`) != 2 {
+		t.Errorf("77's partial rollback of one device and one phone unit: %d %s; want 1 given back on each", st, body)
+	}
+	for _, id := range [][2]string{{"DEVICE", "d-victim"}, {"PHONE", "+33677777777"}} {
+		if got := used(id[0], id[1]); got != "2" {
+			t.Errorf("77's %s after its partial rollback: used %s; want 1 + 2 - 1", id[0], got)
+		}
+	}
+	if st, body := call("POST", "/quotas/rollback", `{"bizId":7,"idemKey":"order-part"}`, s77); st != 200 || strings.Count(body, `"amount":1`) != 2 {
+		t.Errorf("77 rolling back the rest of order-part: %d %s; want 1 more given back on each", st, body)
 	}
 
 	// Row 3: 78 on 77's orderIds, on both paths: validate, confirm, release and a reservation of
@@ -211,6 +260,15 @@ func TestOneShopperCannotSpendReadOrBlockAnothers(t *testing.T) {
 		strings.Contains(string(body), "d-victim") {
 		t.Errorf("the service rolling back its order-77 (never used by a service): %d %s; want nothing of 77's", st, body)
 	}
+	if st, body, _ := b.DoWithHeaders(t, "POST", "/quotas/rollback?customerId=77", `{"bizId":7,"idemKey":"order-77"}`, quotas); st != 200 ||
+		!strings.Contains(string(body), "d-victim") || !strings.Contains(string(body), "+33677777777") {
+		t.Errorf("the service rolling back 77's order-77, naming 77: %d %s; want 77's counters given back", st, body)
+	}
+	for _, c := range []struct{ typ, identity, want string }{{"USER", "77", "0"}, {"DEVICE", "d-victim", "1"}, {"PHONE", "+33677777777", "0"}} {
+		if got := used(c.typ, c.identity); got != c.want {
+			t.Errorf("77's %s after the service rolled back its order-77: used %s; want %s", c.typ, got, c.want)
+		}
+	}
 
 	// A sold-out flash voucher's holder is a shopper's orderId as the shopper sends it: 77's
 	// retry is forwarded and answered its 201, a new order is the edge's 409.
@@ -225,5 +283,43 @@ func TestOneShopperCannotSpendReadOrBlockAnothers(t *testing.T) {
 	}
 	if st, body := call("POST", "/vouchers/SHOPLAST/reservations", `{"customerId":78,"orderId":"o-late","orderAmount":1000}`, s78); st != 409 {
 		t.Errorf("78's new order once sold out: %d %s; want 409", st, body)
+	}
+	sameOnAHeldVoucher(t, e.Addr, "SHOPLAST", "o-last", s78)
+
+	// A paused flash voucher: 78 is told of 77's held orderId what it is told of a new one,
+	// while 77's retry still gets its 201.
+	b.CreateVoucher(t, backendtest.Voucher{Code: "SHOPHALT", Discount: 100, TotalLimit: 5, FlashSale: true})
+	halt := `{"customerId":77,"orderId":"o-halt","orderAmount":1000}`
+	if st, body := call("POST", "/vouchers/SHOPHALT/reservations", halt, s77); st != 201 {
+		t.Fatalf("77 reserves SHOPHALT: %d %s", st, body)
+	}
+	editVoucher(t, b, "SHOPHALT", `{"active":false}`)
+	testkit.Eventually(t, "the edge to hold SHOPHALT paused", func() bool { return e.pausedAtTheEdge("SHOPHALT") })
+	if st, body := call("POST", "/vouchers/SHOPHALT/reservations", halt, s77); st != 201 || body != `{"orderId":"o-halt","discountAmount":100}` {
+		t.Errorf("77's retry once the edge holds the pause: %d %s; want its 201 again", st, body)
+	}
+	sameOnAHeldVoucher(t, e.Addr, "SHOPHALT", "o-halt", s78)
+}
+
+// sameOnAHeldVoucher checks that, on a voucher the edge holds sold out or paused, shopper 78
+// (token s78) is told of another customer's held orderId exactly what it is told of an orderId
+// nobody used: status, body and header, on a reservation and its dry run, with its own token,
+// with none, and naming another customer.
+func sameOnAHeldVoucher(t *testing.T, addr, code, held, s78 string) {
+	t.Helper()
+	for _, path := range []string{"/vouchers/" + code + "/reservations", "/vouchers/" + code + "/validate"} {
+		for _, tt := range []struct{ name, customer, tok string }{
+			{"78 with its token", "78", s78}, {"without a token", "78", ""}, {"78 naming customer 77", "77", s78},
+		} {
+			body := func(order string) string {
+				return `{"customerId":` + tt.customer + `,"orderId":"` + order + `","orderAmount":1000}`
+			}
+			st, b, h := shopperAnswer(t, addr, "POST", path, body(held), tt.tok)
+			nst, nb, nh := shopperAnswer(t, addr, "POST", path, body("o-nobodys"), tt.tok)
+			if st != nst || b != nb || h != nh {
+				t.Errorf("%s %s, another's held orderId: %d %s\n%s; one nobody used: %d %s\n%s; want the same answer",
+					path, tt.name, st, b, h, nst, nb, nh)
+			}
+		}
 	}
 }

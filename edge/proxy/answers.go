@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 
@@ -27,15 +28,20 @@ var (
 	soldOutValidBody = []byte(`{"valid":false,"error":"` + wire.CodeOutOfStock + `"}`)
 )
 
-// answer writes a JSON error. Messages are the edge's own words, never an error's text.
+// answer writes a JSON error. Messages are the edge's own words, never an error's text. They are
+// not HTML-escaped: an answer is JSON for a client, never HTML, and "Authorization: Bearer <JWT>"
+// must not read \u003cJWT\u003e.
 func answer(ctx *fasthttp.RequestCtx, status int, code, message string) {
 	if status == fasthttp.StatusServiceUnavailable {
 		ctx.Response.Header.Set("Retry-After", "1")
 	}
-	b, _ := json.Marshal(wire.Error{Error: code, Message: message})
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(wire.Error{Error: code, Message: message}) // strings alone: it cannot fail
 	ctx.SetStatusCode(status)
 	ctx.Response.Header.SetContentTypeBytes(contentTypeJSON)
-	ctx.SetBody(b)
+	ctx.SetBody(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 }
 
 // answerSoldOut writes the 409 for a sold-out voucher. It does not allocate.

@@ -17,9 +17,11 @@ import (
 //   - reservation, confirm, release and the quota paths need "Authorization: Bearer <JWT>",
 //     verified (edge/token); else 401 with WWW-Authenticate. /healthz and /readyz need none;
 //     the checkout API's paths are passed on as before, their Authorization unread and kept.
+//     A reservation or dry run of a voucher held sold out or paused is answered from memory
+//     before its token is checked, unless it is its holder's verified retry (reservingShopper).
 //   - the token's shopper acts only as itself: its subject must be the reservation's
-//     customerId, and every identity of a deduct or check, and the identity a usage read asks
-//     about, must be the shopper's own (USER the subject, another type one of the values the
+//     customerId, and every identity of a deduct, a check or a partial rollback, and the
+//     identity a usage read asks about, must be the shopper's own (USER the subject, another type one of the values the
 //     token carries in the claim VG_EDGE_JWT_IDENTITY_CLAIMS maps it to); else 403. The edge
 //     sends the shopper to the backends in X-VG-Subject and X-VG-Identities, which they trust
 //     only from a key with scope "edge" and hold every call to as well, keeping the shopper's
@@ -41,25 +43,41 @@ const (
 
 var bearerPrefix = []byte("bearer ")
 
+// errNoBearer is verify's error for a request without a bearer token.
+var errNoBearer = errors.New("no bearer token")
+
 // authenticate verifies the request's bearer token and returns its shopper, or answers 401 and
 // returns false.
 func (p *Proxy) authenticate(ctx *fasthttp.RequestCtx) (*wire.Shopper, bool) {
-	raw, ok := bearerToken(ctx.Request.Header.Peek(headerAuthorization))
-	if !ok {
+	sh, err := p.verify(ctx)
+	switch {
+	case err == nil:
+		return sh, true
+	case errors.Is(err, errNoBearer):
 		p.counts.tokensRefused.WithLabelValues("missing").Inc()
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="vouchergate"`)
 		p.reject(ctx, fasthttp.StatusUnauthorized, wire.CodeUnauthorized, "a bearer token is required: Authorization: Bearer <JWT>")
-		return nil, false
-	}
-	sh, err := p.opts.Tokens.Shopper(raw)
-	if err != nil {
+	default:
 		// err is one of edge/token's reasons, worded by the edge for the client.
 		p.counts.tokensRefused.WithLabelValues(refusalLabel(err)).Inc()
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="vouchergate", error="invalid_token", error_description="`+err.Error()+`"`)
 		p.reject(ctx, fasthttp.StatusUnauthorized, wire.CodeUnauthorized, err.Error())
-		return nil, false
 	}
-	return &sh, true
+	return nil, false
+}
+
+// verify returns the shopper of the request's bearer token, answering nothing: errNoBearer
+// without one, or edge/token's reason for a token that does not verify.
+func (p *Proxy) verify(ctx *fasthttp.RequestCtx) (*wire.Shopper, error) {
+	raw, ok := bearerToken(ctx.Request.Header.Peek(headerAuthorization))
+	if !ok {
+		return nil, errNoBearer
+	}
+	sh, err := p.opts.Tokens.Shopper(raw)
+	if err != nil {
+		return nil, err
+	}
+	return &sh, nil
 }
 
 // bearerToken returns the token of an "Authorization: Bearer <token>" value (the scheme in any
@@ -113,24 +131,27 @@ func (p *Proxy) reservationFor(ctx *fasthttp.RequestCtx, subject string) (wire.R
 	return req, true
 }
 
-// quotaFor checks a quota call against the shopper: every identity of a deduct or check, and
-// the identity a usage read names, must be its own. A rollback names no identity: its idemKey
-// is the shopper's own at the backend. It answers 400 or 403 and returns false when the call
-// may not go on.
+// quotaFor checks a quota call against the shopper: every identity of a deduct, a check or a
+// partial rollback, and the identity a usage read names, must be its own. A whole rollback names
+// no identity: its idemKey is the shopper's own at the backend. It answers 400 or 403 and
+// returns false when the call may not go on.
 func (p *Proxy) quotaFor(ctx *fasthttp.RequestCtx, sh *wire.Shopper) bool {
+	var items []wire.QuotaItem
 	switch string(ctx.Path()) {
 	case "/quotas/deduct", "/quotas/check":
-		req, ok := decodeDeduct(ctx.Request.Body())
-		if !ok {
+		var req wire.QuotaDeductRequest
+		if !decodeStrict(ctx.Request.Body(), &req) {
 			p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "the body must be a JSON object with bizId, idemKey and items, nothing else")
 			return false
 		}
-		for _, it := range req.Items {
-			if !sh.Owns(it.IdentityType, it.Identity) {
-				p.forbid(ctx, "the identity "+it.IdentityType+" of an item is not one the token carries")
-				return false
-			}
+		items = req.Items
+	case "/quotas/rollback":
+		var req wire.QuotaRollbackRequest
+		if !decodeStrict(ctx.Request.Body(), &req) {
+			p.reject(ctx, fasthttp.StatusBadRequest, wire.CodeBadRequest, "the body must be a JSON object with bizId and idemKey, and rollbackKey and items for a partial rollback, nothing else")
+			return false
 		}
+		items = req.Items
 	case "/quotas/usage":
 		// The backend reads the first of repeated parameters, as Peek does.
 		q := ctx.QueryArgs()
@@ -139,29 +160,35 @@ func (p *Proxy) quotaFor(ctx *fasthttp.RequestCtx, sh *wire.Shopper) bool {
 			return false
 		}
 	}
+	for _, it := range items {
+		if !sh.Owns(it.IdentityType, it.Identity) {
+			p.forbid(ctx, "the identity "+it.IdentityType+" of an item is not one the token carries")
+			return false
+		}
+	}
 	return true
 }
 
-// decodeDeduct decodes a deduct body as strictly as the backend's scanner reads it: UTF-8, one
+// decodeStrict decodes a quota body into dst as strictly as the backend reads it: UTF-8, one
 // object, unknown fields refused, keys matched without regard to case, the last of repeated
-// keys taken. The backend's FuzzDecodeDeductMatchesEncodingJSON holds its scanner to this same
-// strict encoding/json decode: both accept the same bodies and read the same identities.
-func decodeDeduct(body []byte) (wire.QuotaDeductRequest, bool) {
-	var req wire.QuotaDeductRequest
+// keys taken. The backend's FuzzDecodeDeductMatchesEncodingJSON holds its deduct scanner to this
+// same strict encoding/json decode, and its rollback is decoded so (api.decodeJSON, strict):
+// both sides accept the same bodies and read the same identities.
+func decodeStrict(body []byte, dst any) bool {
 	if len(bytes.TrimSpace(body)) == 0 || !utf8.Valid(body) {
-		return req, false
+		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, false
+	if err := dec.Decode(dst); err != nil {
+		return false
 	}
 	for _, c := range body[dec.InputOffset():] {
 		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return req, false
+			return false
 		}
 	}
-	return req, true
+	return true
 }
 
 // backendCredentials makes h, a request bound for a backend, carry the edge's credentials and

@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/edge/token"
+	"vouchergate/shared/events"
 	"vouchergate/testkit"
 )
 
@@ -115,6 +116,15 @@ func TestBadTokensAreRefusedAtTheEdge(t *testing.T) {
 	}
 }
 
+// The edge's own answers are JSON, not HTML: a message naming "Bearer <JWT>" says so as it is.
+func TestEdgeAnswersAreNotHTMLEscaped(t *testing.T) {
+	e, _, _, _ := tokenEdge(t)
+	a := e.do(t, "POST", "/quotas/deduct", `{}`)
+	if want := `{"error":"UNAUTHORIZED","message":"a bearer token is required: Authorization: Bearer <JWT>"}`; a.status != 401 || a.body != want {
+		t.Errorf("no token: %d %s; want 401 %s", a.status, a.body, want)
+	}
+}
+
 // A good token for another customer or identity gets 403; 42 and "42" are one customer.
 func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 	e, fb, _, iss := tokenEdge(t)
@@ -140,6 +150,10 @@ func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 		{"POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[{"identityType":"CARD","identity":"42","dimensions":["ITEM:1"]}]}`},
 		{"GET", "/quotas/usage?bizId=1&identityType=DEVICE&identity=d-victim", ""},
 		{"GET", "/quotas/usage?bizId=1&identityType=PHONE&identity=42", ""},
+		// a partial rollback's items, as a deduct's
+		{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k","rollbackKey":"r","items":[{"identityType":"DEVICE","identity":"d-victim","dimensions":["ITEM:1"]}]}`},
+		{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k","rollbackKey":"r","items":[{"identityType":"USER","identity":"42","dimensions":["ITEM:1"]},{"identityType":"USER","identity":"43","dimensions":["ITEM:1"]}]}`},
+		{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k","rollbackKey":"r","items":[{"identityType":"PHONE","identity":"+33600000000","dimensions":["ITEM:1"]}]}`},
 	}
 	for _, tt := range forbidden {
 		a := e.do(t, tt.method, tt.uri, tt.body, tok...)
@@ -158,6 +172,9 @@ func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 	if a := e.do(t, "POST", "/quotas/deduct", `{"bizId":1,"idemKey":"k","items":[],"extra":1}`, tok...); a.status != 400 {
 		t.Errorf("deduct with an unknown field: %d %s; want 400", a.status, a.body)
 	}
+	if a := e.do(t, "POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k","Items":[],"items":[],"extra":1}`, tok...); a.status != 400 {
+		t.Errorf("rollback with an unknown field: %d %s; want 400", a.status, a.body)
+	}
 	if n, m := fb.reserves.Load(), fb.other.Load(); n+m != 0 {
 		t.Fatalf("%d reservations and %d other requests reached the backend", n, m)
 	}
@@ -174,13 +191,14 @@ func TestTheTokensSubjectMustBeTheCustomer(t *testing.T) {
 		{"GET", "/quotas/usage?bizId=1&identityType=DEVICE&identity=d-10", ""},
 		{"GET", "/quotas/usage?bizId=1&identityType=USER&identity=42", ""},
 		{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k"}`},
+		{"POST", "/quotas/rollback", `{"bizId":1,"idemKey":"k","rollbackKey":"r","items":[{"identityType":"DEVICE","identity":"d-10","dimensions":["ITEM:1"]}]}`},
 	} {
 		if a := e.do(t, tt.method, tt.uri, tt.body, tok...); a.status != 200 {
 			t.Errorf("%s %s: %d %s; want the backend's 200", tt.method, tt.uri, a.status, a.body)
 		}
 	}
-	if n, m := fb.reserves.Load(), fb.other.Load(); n != 2 || m != 4 {
-		t.Fatalf("backend saw %d reservations and %d other requests; want 2 and 4", n, m)
+	if n, m := fb.reserves.Load(), fb.other.Load(); n != 2 || m != 5 {
+		t.Fatalf("backend saw %d reservations and %d other requests; want 2 and 5", n, m)
 	}
 	// the backends are told the shopper: its subject and the identities its token carries, and
 	// nothing of what a client sends in their place
@@ -282,7 +300,7 @@ func TestClientSubjectIsDroppedWithTokensOff(t *testing.T) {
 // for its own customer.
 func TestSoldOutAnswersComeBeforeTheToken(t *testing.T) {
 	e, fb, _, iss := tokenEdge(t)
-	if err := e.cache.Apply(soldOutState("FLASH", "granted-1")); err != nil {
+	if err := e.cache.Apply(soldOutState("FLASH", "42/granted-1")); err != nil {
 		t.Fatal(err)
 	}
 	tok := bearer(iss.Sign(t, "RS256", iss.Claims("42")))
@@ -300,22 +318,96 @@ func TestSoldOutAnswersComeBeforeTheToken(t *testing.T) {
 	if n := testutil.CollectAndCount(e.proxy.counts.tokensRefused); n != 0 {
 		t.Errorf("tokens refused before the sold-out answers: %d reasons counted; want none", n)
 	}
-	held := `{"customerId":"42","orderId":"granted-1","orderAmount":1000}`
-	if a := e.do(t, "POST", "/vouchers/FLASH/reservations", held); a.status != 401 {
-		t.Errorf("holder's retry without a token: %d %s; want 401", a.status, a.body)
-	}
-	other := bearer(iss.Sign(t, "RS256", iss.Claims("43")))
-	if a := e.do(t, "POST", "/vouchers/FLASH/reservations", held, other...); a.status != 403 {
-		t.Errorf("holder's retry with another customer's token: %d %s; want 403", a.status, a.body)
-	}
-	if n := fb.reserves.Load(); n != 0 {
-		t.Fatalf("%d reservations reached the backend", n)
-	}
 	// A holder's retry with its own customer's token goes through, with the subject.
-	if a := e.do(t, "POST", "/vouchers/FLASH/reservations", held, tok...); a.status == 401 || a.status == 403 {
+	held := `{"customerId":"42","orderId":"granted-1","orderAmount":1000}`
+	if a := e.do(t, "POST", "/vouchers/FLASH/reservations", held, tok...); a.status == 401 || a.status == 403 || a.status == 409 {
 		t.Errorf("holder's retry: %d %s", a.status, a.body)
 	}
-	if n := fb.reserves.Load(); n != 1 {
-		t.Fatalf("%d reservations reached the backend; want the holder's retry", n)
+	if n := fb.reserves.Load(); n != 1 || string(fb.lastReq.Load().Header.Peek(HeaderSubject)) != "42" {
+		t.Fatalf("%d reservations reached the backend; want the holder's retry, with its subject", n)
+	}
+	if n := testutil.ToFloat64(e.proxy.counts.holderForwards); n != 1 {
+		t.Errorf("holder forwards: %v; want 1, the holder's retry", n)
+	}
+}
+
+// On a voucher the edge holds sold out or paused, every request about an orderId another
+// customer holds that is not that customer's own verified retry (no token, a bad one, another
+// customer's, another customer named, a body the backend would refuse, a dry run) is answered
+// exactly as the same request about an orderId nobody holds: the same status, body and header,
+// from memory, none of them reaching the backend, none of them counted as a token refused. The
+// answer must not tell that someone holds the orderId.
+func TestAnothersHeldOrderIsAnsweredAsANewOne(t *testing.T) {
+	e, fb, _, iss := tokenEdge(t)
+	tok42, tok43 := bearer(iss.Sign(t, "RS256", iss.Claims("42"))), bearer(iss.Sign(t, "RS256", iss.Claims("43")))
+	expired := iss.Claims("42")
+	expired["exp"] = time.Now().Add(-time.Hour).Unix()
+	forged := testkit.NewTokenIssuer(t)
+	body := func(customer, order string) string {
+		return `{"customerId":` + customer + `,"orderId":"` + order + `","orderAmount":1000}`
+	}
+	cases := []struct {
+		name, customer string
+		headers        []string
+		badBody        bool
+	}{
+		{"another shopper with its token", "43", tok43, false},
+		{"no token", "42", nil, false},
+		{"an expired token of the holder", "42", bearer(iss.Sign(t, "RS256", expired)), false},
+		{"a forged token of the holder", "42", bearer(forged.Sign(t, "RS256", forged.Claims("42"))), false},
+		{"another shopper naming the holder", "42", tok43, false},
+		{"the holder with a body the backend refuses", "42", tok42, true},
+	}
+	for _, state := range []events.VoucherState{soldOutState("FLASH", "42/granted-1"), pausedState("FLASH", false, "42/granted-1")} {
+		if err := e.cache.Apply(state); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{"/vouchers/FLASH/reservations", "/vouchers/FLASH/validate"} {
+			for _, tt := range cases {
+				send := func(order string) answerOf {
+					b := body(tt.customer, order)
+					if tt.badBody {
+						b = strings.Replace(b, "1000", `"1000"`, 1)
+					}
+					return e.do(t, "POST", path, b, append(tt.headers, "X-Request-Id", "probe-1")...)
+				}
+				a, n := send("granted-1"), send("nobodys-1")
+				if a.status != n.status || a.body != n.body || a.header.String() != n.header.String() {
+					t.Errorf("paused %v, %s, %s: the held orderId got %d %s\n%s; one nobody holds %d %s\n%s; want the same",
+						state.Paused, path, tt.name, a.status, a.body, a.header, n.status, n.body, n.header)
+				}
+			}
+		}
+	}
+	if n, m := fb.reserves.Load(), fb.other.Load(); n+m != 0 {
+		t.Errorf("%d reservations and %d other requests reached the backend; want none", n, m)
+	}
+	if n := testutil.CollectAndCount(e.proxy.counts.tokensRefused); n != 0 {
+		t.Errorf("tokens refused: %d reasons counted; want none (each was answered as a new order)", n)
+	}
+	if n := testutil.ToFloat64(e.proxy.counts.holderForwards); n != 0 {
+		t.Errorf("holder forwards: %v; want none", n)
+	}
+}
+
+// A filter from a backend that kept client orderIds alone cannot tell a shopper's own order
+// from another's: the shopper's retry of an orderId it holds still goes to the backend.
+func TestAFilterWithoutScopesForwardsTheShoppersRetry(t *testing.T) {
+	e, fb, _, iss := tokenEdge(t)
+	raw, err := soldOutState("FLASH", "granted-1").Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := events.DecodeVoucherState([]byte(strings.Replace(string(raw), `,"scoped":true`, "", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cache.Apply(state); err != nil {
+		t.Fatal(err)
+	}
+	a := e.do(t, "POST", "/vouchers/FLASH/reservations", `{"customerId":"42","orderId":"granted-1","orderAmount":1000}`,
+		bearer(iss.Sign(t, "RS256", iss.Claims("42")))...)
+	if a.status == 409 || fb.reserves.Load() != 1 {
+		t.Errorf("the holder's retry under a filter without scopes: %d %s, %d reservations forwarded; want it forwarded", a.status, a.body, fb.reserves.Load())
 	}
 }

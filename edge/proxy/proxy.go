@@ -140,14 +140,13 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) (r route) {
 		}
 		var shopper *wire.Shopper
 		if p.opts.Tokens != nil {
-			// A new order of a sold-out voucher is answered before its token is checked: that 409
-			// takes nothing and tells nothing, and the shield keeps its cost under a flood.
-			dryRun := m.route == routeValidate
-			if (m.route == routeReserve || dryRun) && p.answeredFromMemory(ctx, m.code, nil, dryRun) {
-				return
-			}
 			var ok bool
-			if shopper, ok = p.authenticate(ctx); !ok {
+			if m.route == routeReserve || m.route == routeValidate {
+				shopper, ok = p.reservingShopper(ctx, m.code, m.route == routeValidate)
+			} else {
+				shopper, ok = p.authenticate(ctx)
+			}
+			if !ok {
 				return
 			}
 		}

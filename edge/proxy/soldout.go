@@ -4,6 +4,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/edge/orderid"
+	"vouchergate/edge/soldout"
 	"vouchergate/shared/wire"
 )
 
@@ -19,13 +20,14 @@ var (
 // would refuse its body (its 400 is the backend's to give): those, and every reservation of a
 // voucher not known to be sold out, go to the backend, through the waiting room (waitroom.go).
 //
-// With shoppers' tokens on, serve has asked the sold-out cache before checking the token (a new
-// order of a sold-out voucher gets its 409 without one), and shopper is the token's, verified:
-// the body is decoded in full and its customerId must be the subject (auth.go). With tokens off,
-// shopper is nil and the orderId scanner reads the body only for a voucher known to be sold out.
+// With shoppers' tokens on, reservingShopper has asked the sold-out cache before checking the
+// token, and shopper is the token's, verified: the body is decoded in full and its customerId
+// must be the subject (auth.go), and the waiting room asks the filter for the order in the
+// shopper's scope. With tokens off, shopper is nil and the orderId scanner reads the body only
+// for a voucher known to be sold out.
 func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte, shopper *wire.Shopper) {
 	var decoded *wire.ReserveRequest
-	if shopper != nil { // serve asked the sold-out cache before it checked the token
+	if shopper != nil { // reservingShopper asked the sold-out cache before it checked the token
 		req, ok := p.reservationFor(ctx, shopper.Subject)
 		if !ok {
 			return
@@ -45,8 +47,8 @@ func (p *Proxy) reserve(ctx *fasthttp.RequestCtx, code []byte, shopper *wire.Sho
 // OUT_OF_STOCK", under the reservation's rule (an order that may hold a use, or a body the
 // backend would refuse, goes to the backend). Others go to the backend without the waiting
 // room: a dry run takes no use, so it does not queue for the reservations' share of the slots.
-// With tokens on, as for reserve: serve asked the cache first, and the body's customerId must
-// be the subject.
+// With tokens on, as for reserve: reservingShopper asked the cache first, and the body's
+// customerId must be the subject.
 func (p *Proxy) validate(ctx *fasthttp.RequestCtx, code []byte, shopper *wire.Shopper) {
 	if shopper != nil {
 		if _, ok := p.reservationFor(ctx, shopper.Subject); !ok {
@@ -58,27 +60,86 @@ func (p *Proxy) validate(ctx *fasthttp.RequestCtx, code []byte, shopper *wire.Sh
 	p.forward(ctx, p.toBackend(nil, shopper))
 }
 
+// reservingShopper returns the verified shopper of a reservation or its dry run (dryRun) with
+// shoppers' tokens on, or false when it has answered the request. A new order of a voucher the
+// edge holds sold out or paused gets its answer from memory before any token is checked: that
+// answer takes nothing and tells nothing, and the shield keeps its cost under a flood.
+//
+// When someone's order of the orderId may hold a use, only the verified shopper's own order goes
+// on (the filter asked in the shopper's scope, as the backend stores it). Any other request gets
+// the answer a new order gets: a body the backend would refuse, a customer without a good token
+// for it, a shopper's orderId that is another customer's. Their 400, 401 or 403, or the
+// backend's answer, would tell that someone holds the orderId. The filter is asked for the
+// body's customer before the token is verified, so that a probe of another's orderId costs, and
+// takes, no longer than a new order's answer; only a claim to a held order pays the check.
+func (p *Proxy) reservingShopper(ctx *fasthttp.RequestCtx, code []byte, dryRun bool) (*wire.Shopper, bool) {
+	switch p.fromMemory(ctx, code, nil, dryRun) {
+	case answered:
+		return nil, false
+	case mayHold:
+		req, ok := orderid.DecodeRequest(ctx.Request.Body())
+		if ok {
+			switch p.fromMemory(ctx, code, &req, dryRun) {
+			case answered:
+				return nil, false
+			case unheld: // no longer sold out or paused
+				return p.authenticate(ctx)
+			case mayHold:
+				if sh, err := p.verify(ctx); err == nil && sh.Subject == string(req.CustomerID) {
+					p.counts.holderForwards.Inc()
+					return sh, true
+				}
+			}
+		}
+		if p.answerNewOrder(ctx, code, dryRun) {
+			return nil, false
+		}
+	}
+	return p.authenticate(ctx)
+}
+
 // answeredFromMemory answers the reservation's 409 OUT_OF_STOCK (dryRun: the dry run's "not
 // valid: OUT_OF_STOCK") when code is known to be sold out and the request's order holds no use
 // of it, and reports whether it did; a paused voucher's is 422 NOT_ELIGIBLE PAUSED ("not valid:
-// NOT_ELIGIBLE PAUSED"), as the backend answers it: paused first, sold out or not. The orderId is read by the fast scanner, or, for a body it
-// cannot be certain of, by a full decode as the backend's; or it is decoded's, when the body was
-// decoded before.
+// NOT_ELIGIBLE PAUSED"), as the backend answers it: paused first, sold out or not. An order that
+// may hold a use is counted as forwarded.
 func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte, decoded *wire.ReserveRequest, dryRun bool) bool {
-	e, refresh := p.opts.SoldOut.Lookup(code, ctx.Time())
-	if e == nil {
-		return false
+	switch p.fromMemory(ctx, code, decoded, dryRun) {
+	case answered:
+		return true
+	case mayHold:
+		p.counts.holderForwards.Inc()
 	}
-	if refresh {
-		p.counts.refreshesAsked.Inc()
-		p.opts.Refresher.Ask(e.Code())
+	return false
+}
+
+// memory is what the sold-out cache said of a reservation (fromMemory).
+type memory uint8
+
+const (
+	unheld     memory = iota // the voucher is not known sold out or paused
+	answered                 // answered from memory
+	mayHold                  // held, and the order may hold a use
+	unreadable               // held, and its orderId could not be read: the backend's 400 to give
+)
+
+// fromMemory answers a reservation of a voucher held sold out or paused from memory, as
+// answeredFromMemory does, unless its order may hold a use or cannot be read, and says which.
+// The orderId is read by the fast scanner, or, for a body it cannot be certain of, by a full
+// decode as the backend's; or it is decoded's, a shopper's reservation decoded before, whose
+// order the filter is asked for in the shopper's scope (as the backend stores it).
+func (p *Proxy) fromMemory(ctx *fasthttp.RequestCtx, code []byte, decoded *wire.ReserveRequest, dryRun bool) memory {
+	e := p.heldEntry(ctx, code)
+	if e == nil {
+		return unheld
 	}
 	var buf orderid.Buffer // stays on the stack: Extract and MayHold keep no reference
 	var id []byte
 	var ok bool
 	if decoded != nil {
-		id = []byte(decoded.OrderID)
-		ok = wire.IsOrderID(id)
+		if ok = wire.IsOrderID([]byte(decoded.OrderID)); ok && e.MayHoldScoped([]byte(wire.ShopperOrderID(string(decoded.CustomerID), decoded.OrderID))) {
+			return mayHold
+		}
 	} else if id, ok = orderid.Extract(ctx.Request.Body(), &buf); !ok {
 		p.counts.slowReads.Inc()
 		var s string
@@ -89,11 +150,38 @@ func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte, decode
 	switch {
 	case !ok:
 		p.counts.unreadable.Inc()
-		return false
-	case e.MayHold(id):
-		p.counts.holderForwards.Inc()
+		return unreadable
+	case decoded == nil && e.MayHold(id):
+		return mayHold
+	}
+	p.answerHeld(ctx, e, dryRun)
+	return answered
+}
+
+// heldEntry is code's entry when the edge holds the voucher sold out or paused, or nil; a busy
+// entry asks for a refresh.
+func (p *Proxy) heldEntry(ctx *fasthttp.RequestCtx, code []byte) *soldout.Entry {
+	e, refresh := p.opts.SoldOut.Lookup(code, ctx.Time())
+	if e != nil && refresh {
+		p.counts.refreshesAsked.Inc()
+		p.opts.Refresher.Ask(e.Code())
+	}
+	return e
+}
+
+// answerNewOrder answers the request as a new order of code is answered when the edge holds it
+// sold out or paused, whatever its orderId, and reports whether it did (false: not held).
+func (p *Proxy) answerNewOrder(ctx *fasthttp.RequestCtx, code []byte, dryRun bool) bool {
+	e := p.heldEntry(ctx, code)
+	if e == nil {
 		return false
 	}
+	p.answerHeld(ctx, e, dryRun)
+	return true
+}
+
+// answerHeld writes the answer from memory for a new order of e's voucher.
+func (p *Proxy) answerHeld(ctx *fasthttp.RequestCtx, e *soldout.Entry, dryRun bool) {
 	if id := ctx.Request.Header.Peek(headerRequestID); validRequestID(id) {
 		ctx.Response.Header.SetBytesV(headerRequestID, id)
 	}
@@ -111,7 +199,6 @@ func (p *Proxy) answeredFromMemory(ctx *fasthttp.RequestCtx, code []byte, decode
 		p.counts.soldOut.Inc()
 		answerSoldOut(ctx)
 	}
-	return true
 }
 
 // answerFromMemory writes status with a fixed JSON body. It does not allocate.

@@ -89,6 +89,10 @@ func (e *Entry) Paused() bool { return e.paused }
 // be forwarded. It does not allocate.
 func (e *Entry) MayHold(orderID []byte) bool { return e.holders.MayHold(orderID) }
 
+// MayHoldScoped reports whether a shopper's order, in its stored form (wire.ShopperOrderID),
+// may hold a use of the voucher (events.HolderFilter.MayHoldScoped).
+func (e *Entry) MayHoldScoped(stored []byte) bool { return e.holders.MayHoldScoped(stored) }
+
 // A record is what bigcache stores per code: flags (1 byte, padded to 8), version, expiry. A
 // record is "held" (the edge answers its voucher's new orders) when sold out or paused.
 const (

@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -111,6 +112,7 @@ func FuzzDecodeVoucherState(f *testing.F) {
 		if s.Holders != nil {
 			_ = s.Holders.MayHold([]byte("o-1"))
 			_ = s.Holders.MayHold(b)
+			_ = s.Holders.MayHoldScoped(b)
 		}
 		again, err := s.Encode()
 		if err != nil {
@@ -151,5 +153,37 @@ func TestHolderFiltersSurviveJSON(t *testing.T) {
 				t.Fatalf("%d holders: %s lost", n, id)
 			}
 		}
+	}
+}
+
+// A shopper's order is held twice: as its client sent it, which the edge asks before it knows
+// the sender, and in the shopper's scope, so that another customer's order of the same string
+// is told apart. A filter from a backend that kept client orderIds alone cannot tell them
+// apart, and says a scoped order may hold a use.
+func TestHolderFilterTellsShoppersOrdersApart(t *testing.T) {
+	raw, err := VoucherState{Code: "V", SoldOut: true, Holders: NewHolderFilter([]string{"77/o-last", "svc-1"})}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DecodeVoucherState(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"o-last", "svc-1"} {
+		if !s.Holders.MayHold([]byte(id)) {
+			t.Errorf("MayHold(%s) = false; want true", id)
+		}
+	}
+	for id, want := range map[string]bool{"77/o-last": true, "78/o-last": false, "77/svc-1": false} {
+		if got := s.Holders.MayHoldScoped([]byte(id)); got != want {
+			t.Errorf("MayHoldScoped(%s) = %v; want %v", id, got, want)
+		}
+	}
+	old, err := DecodeVoucherState([]byte(strings.Replace(string(raw), `,"scoped":true`, "", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !old.Holders.MayHoldScoped([]byte("78/o-last")) {
+		t.Errorf("a filter without stored forms says 78/o-last holds no use; it cannot know")
 	}
 }
