@@ -81,6 +81,46 @@ func TestAPutBackForAnOrderReleasedMeanwhileIsGivenBack(t *testing.T) {
 	checkHeldAsWritten(t, e, v.Code)
 }
 
+// Redis lost a granted order's take, and the reconciler puts the order back from the rows it
+// read; the customer's release lands between that read and the put-back (the database first,
+// then the gate, where nothing is held yet). The reconciler reads the row again after putting
+// it back and gives the use back: no use stays held with no row until the next pass.
+func TestAReconcilerPutBackForAnOrderReleasedMeanwhileIsGivenBack(t *testing.T) {
+	var e *env
+	var armed atomic.Bool
+	e = newEnvWith(t, voucher.Config{}, envOptions{
+		wrapGate: func(g voucher.Gate) voucher.Gate {
+			return putBackHook{Gate: g, before: func(r voucher.Redemption) {
+				if armed.CompareAndSwap(true, false) {
+					if _, err := e.svc.Release(context.Background(), r.VoucherCode, r.OrderID); err != nil {
+						t.Error(err)
+					}
+				}
+			}}
+		},
+	})
+	ctx := context.Background()
+	v := e.createFlash(t, "RECPUT", 2, 1)
+	if _, err := e.svc.Reserve(ctx, request(v.Code, "c-1", "o-1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.gate.Release(ctx, v.Code, "o-1", nil); err != nil { // Redis lost the take
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	rep, err := e.svc.Reconcile(ctx, v.Code, voucher.ReconcileConfig{Grace: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if armed.Load() || len(rep.PutBack) != 1 {
+		t.Fatalf("reconciliation put back %v; want o-1, released meanwhile", rep.PutBack)
+	}
+	if r, err := e.store.Redemption(ctx, "o-1"); err != nil || r.Status != "RELEASED" {
+		t.Fatalf("o-1: %+v %v; want it released by the customer", r, err)
+	}
+	checkHeldAsWritten(t, e, v.Code)
+}
+
 // A batch's commit outcome is unknown to the writer (the connection broke at COMMIT) although
 // it committed, and meanwhile the gate lost the order (another backend's retry, or the
 // reconciler, took the hold with no row for hanging). The winner read back from its row is
