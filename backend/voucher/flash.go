@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"vouchergate/shared/wire"
@@ -141,7 +142,7 @@ func (s *Service) awaitFirstAttempt(ctx context.Context, h Hold, first Holder, u
 			return Redemption{}, false, s.unavailable(err, "reserve %s: look up order in flight", h.VoucherCode)
 		}
 		if s.cfg.Clock.Now().Sub(first.ReservedAt) > s.staleAfter() {
-			s.cfg.Log.Warn("giving back a stale hold with no row", "code", h.VoucherCode, "order", h.OrderID)
+			s.logRepeated(slog.LevelWarn, "giving back a stale hold with no row", "code", h.VoucherCode, "order", h.OrderID)
 			if _, err := s.giveBackSeen(ctx, h.VoucherCode, h.OrderID, &first); err != nil {
 				return Redemption{}, false, s.unavailable(err, "reserve %s: give back stale hold", h.VoucherCode)
 			}
@@ -215,7 +216,7 @@ func (s *Service) writeWinner(ctx context.Context, v Voucher, h Hold, holder Hol
 			return existing, nil
 		}
 	}
-	s.cfg.Log.Warn("reservation write outcome unknown; use left held in redis for the reconciler",
+	s.logRepeated(slog.LevelWarn, "reservation write outcome unknown; use left held in redis for the reconciler",
 		"code", v.Code, "order", h.OrderID, "err", err)
 	return Redemption{}, s.unavailable(err, "reserve %s: write redemption", v.Code)
 }
@@ -236,11 +237,11 @@ func (s *Service) compensate(code, orderID string, holder Holder) {
 	switch {
 	case err != nil:
 		s.counts.compensations.WithLabelValues("failed").Inc()
-		s.cfg.Log.Warn("compensating release failed; use left held in redis for the reconciler",
+		s.logRepeated(slog.LevelWarn, "compensating release failed; use left held in redis for the reconciler",
 			"code", code, "order", orderID, "err", err)
 	case released:
 		s.counts.compensations.WithLabelValues("released").Inc()
-		s.cfg.Log.Info("use given back in redis after its write failed", "code", code, "order", orderID)
+		s.logRepeated(slog.LevelInfo, "use given back in redis after its write failed", "code", code, "order", orderID)
 	default:
 		// the gate held no use for this attempt any more: it went back another way (giveBackSeen)
 		s.counts.compensations.WithLabelValues("nothing_held").Inc()
@@ -253,7 +254,7 @@ func (s *Service) giveBackRetry(code, orderID string, holder Holder) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DBTimeout)
 	defer cancel()
 	if _, err := s.giveBackSeen(ctx, code, orderID, &holder); err != nil {
-		s.cfg.Log.Warn("give back the use of a re-sent order failed; the reconciler will release it",
+		s.logRepeated(slog.LevelWarn, "give back the use of a re-sent order failed; the reconciler will release it",
 			"code", code, "order", orderID, "err", err)
 	}
 }

@@ -3,6 +3,7 @@ package voucher
 import (
 	"context"
 	"errors"
+	"log/slog"
 )
 
 // keepHeld puts back in the gate those of rs, active rows of code, that it does not hold for
@@ -24,7 +25,7 @@ func (s *Service) keepHeld(ctx context.Context, code string, rs []Redemption) {
 	missing, err := s.gate.Missing(ctx, code, rs)
 	if err != nil {
 		s.SuspectGate()
-		s.cfg.Log.Warn("check written orders are held in redis; the reconciler will put back any lost",
+		s.logRepeated(slog.LevelWarn, "check written orders are held in redis; the reconciler will put back any lost",
 			"code", code, "err", err)
 		return
 	}
@@ -33,7 +34,7 @@ func (s *Service) keepHeld(ctx context.Context, code string, rs []Redemption) {
 		ok, err := s.gate.PutBack(ctx, r)
 		if err != nil {
 			s.SuspectGate()
-			s.cfg.Log.Warn("put back a written order redis lost; the reconciler will", "code", code, "order", r.OrderID, "err", err)
+			s.logRepeated(slog.LevelWarn, "put back a written order redis lost; the reconciler will", "code", code, "order", r.OrderID, "err", err)
 			break
 		}
 		if ok {
