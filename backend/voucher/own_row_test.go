@@ -103,7 +103,10 @@ func TestTwoCustomersWithOneOrderIDEachGetTheirOwnAnswer(t *testing.T) {
 				t.Errorf("no batch carried both customers of a pair: the test did not exercise the batch's matching")
 			}
 			if c.lost {
-				// what reconciliation does after Redis lost the takes: A's rows go back
+				// The writer's check after each batch put back the shared orders' rows whose takes
+				// Redis lost, before answering: R2 holds for them before any reconciliation.
+				checkSharedHeld(t, e, v.Code)
+				// what reconciliation does after Redis lost the takes: A's own rows go back
 				if _, err := e.svc.Reconcile(ctx, v.Code, voucher.ReconcileConfig{Grace: time.Minute}); err != nil {
 					t.Fatal(err)
 				}
@@ -113,6 +116,33 @@ func TestTwoCustomersWithOneOrderIDEachGetTheirOwnAnswer(t *testing.T) {
 			}
 			retryGrants(t, e, v.Code, answers)
 		})
+	}
+}
+
+// checkSharedHeld fails the test unless the gate holds every active shared-* row for its
+// customer.
+func checkSharedHeld(t *testing.T, e *env, code string) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := e.store.ActiveRedemptions(ctx, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shared []voucher.Redemption
+	for _, r := range rows {
+		if strings.HasPrefix(r.OrderID, "shared-") {
+			shared = append(shared, r)
+		}
+	}
+	missing, err := e.gate.Missing(ctx, code, shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range missing {
+		t.Errorf("R2 before reconciliation: row %s of %s is not held in redis for its customer", r.OrderID, r.CustomerID)
+	}
+	if len(shared) == 0 {
+		t.Error("no shared-* row to check")
 	}
 }
 
