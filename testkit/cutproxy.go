@@ -17,8 +17,10 @@ import (
 // transaction committed (the server did commit it). Armed with TerminateAfterOnce, it passes
 // the answer on but for its closing ReadyForQuery, in whose place it sends the FATAL 57P01 of a
 // server terminating the connection (pg_terminate_backend, a fast shutdown): a COMMIT
-// acknowledged, then an error. A client must send its statements' text each time for the
-// pattern to be seen: pgx's default_query_exec_mode=exec in its URL.
+// acknowledged, then an error. A pattern is seen in the messages that run a statement when the
+// client sends the statement's text each time (pgx's default_query_exec_mode=exec, as URL
+// sets), or when it is the name of a statement the connection prepared earlier (pgx's default
+// mode sends a cached statement by name).
 type CutProxy struct {
 	Addr   string // host:port to dial instead of the server
 	target string
