@@ -1,9 +1,7 @@
 package faulttest
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,30 +80,15 @@ func TestAPostgresOutageUnderLoadWritesFewLinesAllJSON(t *testing.T) {
 	metrics := testkit.ScrapeMetrics(t, p.OpsURL()+"/metrics")
 	givenBack := int(metrics.Count(t, "vouchergate_compensations_total", "result", "released"))
 	const given, unknown = "use given back in redis after its write failed", "reservation write outcome unknown; use left held in redis for the reconciler"
-	logged := strings.TrimSpace(p.Output()[logStart:])
-	lines := strings.Split(logged, "\n")
+	logged := p.Output()[logStart:]
+	records := testkit.JSONLog(t, logged)
 	perKind, dropped := map[string]int{}, map[string]int{}
-	notJSON := 0
-	for _, line := range lines {
-		var rec struct {
-			Level   string `json:"level"`
-			Msg     string `json:"msg"`
-			Dropped int    `json:"dropped"`
-		}
-		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Level == "" || rec.Msg == "" {
-			if notJSON++; notJSON <= 3 {
-				t.Errorf("a line that is not a JSON log record (%v): %s", err, line)
-			}
-			continue
-		}
+	for _, rec := range records {
 		perKind[rec.Msg]++
 		dropped[rec.Msg] += rec.Dropped
 	}
-	if notJSON > 3 {
-		t.Errorf("... and %d more lines that are not JSON", notJSON-3)
-	}
 	t.Logf("%d reservations in %v of outage: %d uses given back; %d lines: %v, dropped %v",
-		n, elapsed.Round(time.Millisecond), givenBack, len(lines), perKind, dropped)
+		n, elapsed.Round(time.Millisecond), givenBack, len(records), perKind, dropped)
 
 	// The burst must have met the writer: winners whose write failed, many to a second.
 	if givenBack+dropped[unknown]+perKind[unknown] < 100 {
@@ -123,15 +106,8 @@ func TestAPostgresOutageUnderLoadWritesFewLinesAllJSON(t *testing.T) {
 			perKind[given], given, dropped[given], givenBack)
 	}
 	// a few kinds of failure, each once a second at most
-	if most := 8 * seconds; len(lines) > most || len(lines) > n/20 {
+	if most := 8 * seconds; len(records) > most || len(records) > n/20 {
 		t.Errorf("%d reservations failed in %v and the backend wrote %d lines; want at most %d:\n%s",
-			n, elapsed.Round(time.Millisecond), len(lines), min(most, n/20), tailOf(logged, 4<<10))
+			n, elapsed.Round(time.Millisecond), len(records), min(most, n/20), testkit.Tail(logged, 4<<10))
 	}
-}
-
-func tailOf(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
 }

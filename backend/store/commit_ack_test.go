@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"vouchergate/backend/store"
 	"vouchergate/backend/voucher"
 	"vouchergate/testkit"
@@ -26,22 +28,11 @@ func TestReserveManyAfterAnAcknowledgedCommitIsWritten(t *testing.T) {
 	s, _ := openStore(t, proxy.URL(dbURL))
 	now := time.Now()
 
-	for _, holds := range [][]voucher.Hold{
-		{hold("ACK", "c-1", "o-1", now)},
-		{hold("ACK", "c-2", "o-2", now), hold("ACK", "c-3", "o-3", now)},
-	} {
+	for _, holds := range ackedBatches("ACK", now) {
 		proxy.TerminateAfterOnce("commit")
 		out, err := s.ReserveMany(context.Background(), "ACK", holds)
 		<-proxy.Settled()
-		if err != nil {
-			t.Fatalf("%d holds, COMMIT acknowledged then 57P01: %v; want them written", len(holds), err)
-		}
-		for i, w := range out {
-			if w.Err != nil {
-				t.Errorf("hold %s after an acknowledged COMMIT: %v", holds[i].OrderID, w.Err)
-			}
-		}
-		checkOwnRows(t, pool, "ACK", holds, out)
+		checkWrittenAfterAck(t, pool, "ACK", holds, out, err)
 	}
 	if proxy.Cuts() != 2 {
 		t.Fatalf("the proxy terminated %d connections, want 2", proxy.Cuts())
@@ -74,10 +65,7 @@ func TestReserveManyAfterAnAcknowledgedCommitIsWrittenInPipelineMode(t *testing.
 	s := store.New(one)
 	now := time.Now()
 
-	for i, holds := range [][]voucher.Hold{
-		{hold("ACKP", "c-1", "o-1", now)},
-		{hold("ACKP", "c-2", "o-2", now), hold("ACKP", "c-3", "o-3", now)},
-	} {
+	for i, holds := range ackedBatches("ACKP", now) {
 		prepare := hold("ACKP", fmt.Sprintf("c-prepare-%d", i), fmt.Sprintf("o-prepare-%d", i), now)
 		if out, err := s.ReserveMany(ctx, "ACKP", []voucher.Hold{prepare}); err != nil || out[0].Err != nil {
 			t.Fatalf("the batch that prepares the statements: %v %v", err, out)
@@ -88,19 +76,35 @@ func TestReserveManyAfterAnAcknowledgedCommitIsWrittenInPipelineMode(t *testing.
 			t.Fatalf("the proxy terminated %d connections, want %d: pgx no longer names COMMIT %s", proxy.Cuts(), i+1, preparedName("commit"))
 		}
 		<-proxy.Settled()
-		if err != nil {
-			t.Fatalf("%d holds, COMMIT acknowledged then 57P01: %v; want them written", len(holds), err)
-		}
-		for i, w := range out {
-			if w.Err != nil {
-				t.Errorf("hold %s after an acknowledged COMMIT: %v", holds[i].OrderID, w.Err)
-			}
-		}
-		checkOwnRows(t, pool, "ACKP", holds, out)
+		checkWrittenAfterAck(t, pool, "ACKP", holds, out, err)
 	}
 	if used := checkDB(t, pool, "ACKP"); used != 5 {
 		t.Errorf("used_count %d, want 5", used)
 	}
+}
+
+// ackedBatches are the batches whose COMMIT is acknowledged and then followed by a 57P01: a lone
+// hold (a batch of one has no one-by-one pass to fall back on), then two.
+func ackedBatches(code string, now time.Time) [][]voucher.Hold {
+	return [][]voucher.Hold{
+		{hold(code, "c-1", "o-1", now)},
+		{hold(code, "c-2", "o-2", now), hold(code, "c-3", "o-3", now)},
+	}
+}
+
+// checkWrittenAfterAck fails the test unless ReserveMany answered each of holds, a batch whose
+// COMMIT was acknowledged before the 57P01, as written from its own row.
+func checkWrittenAfterAck(t *testing.T, pool *pgxpool.Pool, code string, holds []voucher.Hold, out []voucher.Written, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%d holds, COMMIT acknowledged then 57P01: %v; want them written", len(holds), err)
+	}
+	for i, w := range out {
+		if w.Err != nil {
+			t.Errorf("hold %s after an acknowledged COMMIT: %v", holds[i].OrderID, w.Err)
+		}
+	}
+	checkOwnRows(t, pool, code, holds, out)
 }
 
 // preparedName is the name pgx gives sql's prepared statement in its statement cache.
