@@ -17,8 +17,10 @@ import (
 // transaction committed (the server did commit it). Armed with TerminateAfterOnce, it passes
 // the answer on but for its closing ReadyForQuery, in whose place it sends the FATAL 57P01 of a
 // server terminating the connection (pg_terminate_backend, a fast shutdown): a COMMIT
-// acknowledged, then an error. A client must send its statements' text each time for the
-// pattern to be seen: pgx's default_query_exec_mode=exec in its URL.
+// acknowledged, then an error. A pattern is seen in the messages that run a statement when the
+// client sends the statement's text each time (pgx's default_query_exec_mode=exec, as URL
+// sets), or when it is the name of a statement the connection prepared earlier (pgx's default
+// mode sends a cached statement by name).
 type CutProxy struct {
 	Addr   string // host:port to dial instead of the server
 	target string
@@ -29,7 +31,7 @@ type CutProxy struct {
 	terminate bool   // the armed cut answers with a FATAL 57P01 instead of silence
 	cuts      int
 	conns     map[net.Conn]bool
-	settled   chan struct{} // closed once the server has answered the cut message
+	settled   chan struct{} // the armed cut's: closed once it is settled (Settled)
 }
 
 // StartCutProxy listens on a free 127.0.0.1 port, forwarding to target, until the test ends.
@@ -76,7 +78,8 @@ func (p *CutProxy) arm(pattern string, terminate bool) {
 }
 
 // Settled is closed once the server has answered the message the proxy cut after (so what it
-// did, a COMMIT say, is done), or has closed that connection. Call it after CutOnce.
+// did, a COMMIT say, is done), or that connection has closed before the answer was complete.
+// Call it after CutOnce or TerminateAfterOnce.
 func (p *CutProxy) Settled() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -104,15 +107,21 @@ func (p *CutProxy) accept() {
 		p.mu.Lock()
 		p.conns[client], p.conns[server] = true, true
 		p.mu.Unlock()
-		var cut atomic.Int32 // cutSilently or cutTerminate once armed
-		go p.answer(client, server, &cut)
-		go p.forward(client, server, &cut)
+		c := &cutConn{}
+		go p.answer(client, server, c)
+		go p.forward(client, server, c)
 	}
+}
+
+// cutConn is how one proxied connection is cut, once the armed pattern has passed on it.
+type cutConn struct {
+	how     atomic.Int32 // cutSilently or cutTerminate; 0: not cut
+	settled chan struct{}
 }
 
 // forward copies the client's bytes to the server, and marks the connection cut once the armed
 // pattern has passed; the client may go on sending the rest of its message.
-func (p *CutProxy) forward(client, server net.Conn, cut *atomic.Int32) {
+func (p *CutProxy) forward(client, server net.Conn, cut *cutConn) {
 	defer server.Close()
 	buf := make([]byte, 64<<10)
 	var tail []byte // the end of the bytes before, so a pattern split between two reads is seen
@@ -121,8 +130,9 @@ func (p *CutProxy) forward(client, server net.Conn, cut *atomic.Int32) {
 		if n > 0 {
 			// Marked before the bytes go on: the server's answer must not reach the client first.
 			seen := append(tail, buf[:n]...)
-			if how := p.armedFor(seen); how != 0 {
-				cut.Store(how)
+			if how, settled := p.armedFor(seen); how != 0 {
+				cut.settled = settled // published by the store below
+				cut.how.Store(how)
 			}
 			tail = append(tail[:0], seen[max(0, len(seen)-64):]...)
 			if _, werr := server.Write(buf[:n]); werr != nil {
@@ -145,14 +155,15 @@ const (
 // reads the server's answer to the cut message (passing on its messages but the last when
 // terminating, none otherwise), and once that answer is complete (PostgreSQL's ReadyForQuery:
 // COMMIT done, or a pipeline run up to its Sync) it drops the client's connection and closes
-// Settled.
-func (p *CutProxy) answer(client, server net.Conn, cut *atomic.Int32) {
+// Settled. A connection that closes first (the server ended the session) closes Settled too.
+func (p *CutProxy) answer(client, server net.Conn, cut *cutConn) {
 	defer client.Close()
 	buf := make([]byte, 64<<10)
 	var held []byte // the answer's bytes not yet passed on, from a message boundary
 	for {
 		n, err := server.Read(buf)
-		switch how := cut.Load(); {
+		how := cut.how.Load()
+		switch {
 		case n > 0 && how != 0:
 			held = append(held, buf[:n]...)
 			done, pass := readyForQuery(held)
@@ -165,9 +176,7 @@ func (p *CutProxy) answer(client, server net.Conn, cut *atomic.Int32) {
 					_, _ = client.Write(terminatedByAdmin)
 				}
 				client.Close()
-				p.mu.Lock()
-				close(p.settled)
-				p.mu.Unlock()
+				close(cut.settled)
 				return
 			}
 		case n > 0:
@@ -176,6 +185,9 @@ func (p *CutProxy) answer(client, server net.Conn, cut *atomic.Int32) {
 			}
 		}
 		if err != nil {
+			if how != 0 {
+				close(cut.settled)
+			}
 			return
 		}
 	}
@@ -206,19 +218,20 @@ func readyForQuery(stream []byte) (found bool, before int) {
 	return false, before
 }
 
-// armedFor reports how data's connection is to be cut (0: not at all), disarming the proxy.
-func (p *CutProxy) armedFor(data []byte) int32 {
+// armedFor reports how data's connection is to be cut (0: not at all) and the cut's Settled,
+// disarming the proxy.
+func (p *CutProxy) armedFor(data []byte) (how int32, settled chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.pattern == nil || !bytes.Contains(bytes.ToLower(data), p.pattern) {
-		return 0
+		return 0, nil
 	}
 	p.pattern = nil
 	p.cuts++
 	if p.terminate {
-		return cutTerminate
+		return cutTerminate, p.settled
 	}
-	return cutSilently
+	return cutSilently, p.settled
 }
 
 func (p *CutProxy) close() {

@@ -73,8 +73,12 @@ const writeBatchSQL = `WITH v AS (
 //
 // An error concerns the whole batch: ErrVoucherNotFound, or a failure that wraps ErrNotWritten
 // when nothing can have been committed (nothing sent, or a statement before COMMIT the server
-// refused); otherwise every hold's outcome is unknown. Should the server refuse the statement
-// (a guard caught what it did not foresee), the holds are written one by one through Reserve.
+// refused); otherwise every hold's outcome is unknown, a repeated orderId's too: it was never
+// sent, but the hold before it with its orderId may have been written, and the caller's read
+// back tells whose row that is. Should the server refuse a batch of more than one hold with
+// any error but its statement timeout (a guard caught what it did not foresee, or the
+// connection was terminated before COMMIT), the holds are written one by one through Reserve;
+// a lone hold is answered with the failure, as Reserve would answer it.
 func (s *Store) ReserveMany(ctx context.Context, code string, holds []voucher.Hold) ([]voucher.Written, error) {
 	out := make([]voucher.Written, len(holds))
 	repeated := repeatedOrders(holds)

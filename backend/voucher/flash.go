@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"vouchergate/shared/wire"
@@ -141,8 +142,8 @@ func (s *Service) awaitFirstAttempt(ctx context.Context, h Hold, first Holder, u
 			return Redemption{}, false, s.unavailable(err, "reserve %s: look up order in flight", h.VoucherCode)
 		}
 		if s.cfg.Clock.Now().Sub(first.ReservedAt) > s.staleAfter() {
-			s.cfg.Log.Warn("giving back a stale hold with no row", "code", h.VoucherCode, "order", h.OrderID)
-			if _, err := s.giveBack(ctx, h.VoucherCode, h.OrderID, &first); err != nil {
+			s.logRepeated(slog.LevelWarn, "giving back a stale hold with no row", "code", h.VoucherCode, "order", h.OrderID)
+			if _, err := s.giveBackSeen(ctx, h.VoucherCode, h.OrderID, &first); err != nil {
 				return Redemption{}, false, s.unavailable(err, "reserve %s: give back stale hold", h.VoucherCode)
 			}
 			return Redemption{}, true, nil
@@ -215,7 +216,7 @@ func (s *Service) writeWinner(ctx context.Context, v Voucher, h Hold, holder Hol
 			return existing, nil
 		}
 	}
-	s.cfg.Log.Warn("reservation write outcome unknown; use left held in redis for the reconciler",
+	s.logRepeated(slog.LevelWarn, "reservation write outcome unknown; use left held in redis for the reconciler",
 		"code", v.Code, "order", h.OrderID, "err", err)
 	return Redemption{}, s.unavailable(err, "reserve %s: write redemption", v.Code)
 }
@@ -232,17 +233,17 @@ func (s *Service) readBack(orderID string) (Redemption, error) {
 func (s *Service) compensate(code, orderID string, holder Holder) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DBTimeout)
 	defer cancel()
-	released, err := s.giveBackOwn(ctx, code, orderID, &holder)
+	released, err := s.giveBackSeen(ctx, code, orderID, &holder)
 	switch {
 	case err != nil:
 		s.counts.compensations.WithLabelValues("failed").Inc()
-		s.cfg.Log.Warn("compensating release failed; use left held in redis for the reconciler",
+		s.logRepeated(slog.LevelWarn, "compensating release failed; use left held in redis for the reconciler",
 			"code", code, "order", orderID, "err", err)
 	case released:
 		s.counts.compensations.WithLabelValues("released").Inc()
-		s.cfg.Log.Info("use given back in redis after its write failed", "code", code, "order", orderID)
+		s.logRepeated(slog.LevelInfo, "use given back in redis after its write failed", "code", code, "order", orderID)
 	default:
-		// the gate held no use for this attempt any more: it went back another way (giveBackOwn)
+		// the gate held no use for this attempt any more: it went back another way (giveBackSeen)
 		s.counts.compensations.WithLabelValues("nothing_held").Inc()
 	}
 }
@@ -252,8 +253,8 @@ func (s *Service) compensate(code, orderID string, holder Holder) {
 func (s *Service) giveBackRetry(code, orderID string, holder Holder) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DBTimeout)
 	defer cancel()
-	if _, err := s.giveBack(ctx, code, orderID, &holder); err != nil {
-		s.cfg.Log.Warn("give back the use of a re-sent order failed; the reconciler will release it",
+	if _, err := s.giveBackSeen(ctx, code, orderID, &holder); err != nil {
+		s.logRepeated(slog.LevelWarn, "give back the use of a re-sent order failed; the reconciler will release it",
 			"code", code, "order", orderID, "err", err)
 	}
 }
@@ -262,34 +263,35 @@ func (s *Service) giveBackRetry(code, orderID string, holder Holder) {
 // the edges when that makes a sold-out voucher available again. Every way a use goes back to
 // Redis passes here, so no transition out of sold out goes unannounced.
 func (s *Service) giveBack(ctx context.Context, code, orderID string, expect *Holder) (released bool, err error) {
-	released, remaining, err := s.gate.Release(ctx, code, orderID, expect)
-	if err != nil {
-		return false, err
+	released, _, err = s.release(ctx, code, orderID, expect)
+	return released, err
+}
+
+// giveBackSeen is giveBack for a use seen held a moment ago: the one this attempt took (its
+// compensation, or the give-back of a re-sent order the database refused), or a stale hold a
+// retry just read. Finding nothing held then means the use went back another way meanwhile: a
+// retry of the order took the hold for stale, the reconciler released it, or an earlier send
+// of this release ran though its caller never heard the reply. That last one told the edges
+// nothing, and it may have ended a sell-out, so with uses left the edges are told here. The
+// notice publishes the state read from Redis: one too many costs a publication, one missing
+// would leave the edges answering sold out.
+func (s *Service) giveBackSeen(ctx context.Context, code, orderID string, expect *Holder) (released bool, err error) {
+	released, remaining, err := s.release(ctx, code, orderID, expect)
+	if err == nil && !released && remaining >= 1 {
+		s.notify.BackInStock(code)
 	}
-	if !released {
-		return false, nil
+	return released, err
+}
+
+// release is giveBack, also returning the uses left after it (-1: the voucher is not loaded).
+func (s *Service) release(ctx context.Context, code, orderID string, expect *Holder) (released bool, remaining int64, err error) {
+	released, remaining, err = s.gate.Release(ctx, code, orderID, expect)
+	if err != nil || !released {
+		return false, remaining, err
 	}
 	s.counts.usesLeft.WithLabelValues(code).Set(float64(remaining))
 	if remaining == 1 {
 		s.notify.BackInStock(code)
 	}
-	return true, nil
-}
-
-// giveBackOwn is giveBack for the use this attempt took a moment ago (its compensation).
-// Finding nothing held then means the use went back another way meanwhile: a retry of the
-// order took the hold for stale, the reconciler released it, or an earlier send of this release
-// ran though its caller never heard the reply. That last one tells the edges nothing, and it may
-// have ended a sell-out, so with uses left the edges are told here. The notice publishes the
-// state read from Redis: one too many costs a publication, one missing would leave the edges
-// answering sold out.
-func (s *Service) giveBackOwn(ctx context.Context, code, orderID string, expect *Holder) (released bool, err error) {
-	released, err = s.giveBack(ctx, code, orderID, expect)
-	if err != nil || released {
-		return released, err
-	}
-	if remaining, loaded, err := s.gate.Remaining(ctx, code); err == nil && loaded && remaining >= 1 {
-		s.notify.BackInStock(code)
-	}
-	return false, nil
+	return true, remaining, nil
 }

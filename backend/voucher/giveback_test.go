@@ -2,6 +2,8 @@ package voucher_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,5 +57,76 @@ func TestRecountOutOfSoldOutAnnouncesBackInStock(t *testing.T) {
 	}
 	if told := e.note.since(n); !contains(told, "back in stock RECOUNT") {
 		t.Errorf("told the edges %q after the recount gave a use back; want back in stock", told)
+	}
+}
+
+// resentRelease is the real gate whose next release of an order, once armed, runs twice, as a
+// release whose reply was lost and which is sent again: the second send finds nothing held.
+type resentRelease struct {
+	voucher.Gate
+	armed *atomic.Bool
+}
+
+func (g resentRelease) Release(ctx context.Context, code, orderID string, expect *voucher.Holder) (bool, int64, error) {
+	if g.armed.CompareAndSwap(true, false) {
+		if _, _, err := g.Gate.Release(ctx, code, orderID, expect); err != nil {
+			return false, 0, err
+		}
+	}
+	return g.Gate.Release(ctx, code, orderID, expect)
+}
+
+// A give-back whose first send took the sold-out voucher's last use back, but whose reply was
+// lost, is sent again and finds nothing held. The edges heard nothing of the first send, so
+// the give-back tells them the voucher is back in stock, whichever way the use went back: a
+// re-sent order the database refused (a retry's give-back, no compensation), or a retry that
+// took its order's hold for stale.
+func TestAGiveBackSentTwiceTellsBackInStock(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		prepare func(t *testing.T, e *env, v voucher.Voucher)
+		want    error  // the answer to c-1's o-1
+		last    string // the last notice
+	}{
+		{"re-sent released order", func(t *testing.T, e *env, v voucher.Voucher) {
+			if _, err := e.svc.Reserve(context.Background(), request(v.Code, "c-1", "o-1")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.svc.Release(context.Background(), v.Code, "o-1"); err != nil {
+				t.Fatal(err)
+			}
+		}, voucher.ErrReleased, "back in stock"},
+		{"stale hold", func(t *testing.T, e *env, v voucher.Voucher) {
+			dead := voucher.Holder{CustomerID: "c-1", ReservedAt: e.clock.Now(), Attempt: "dead"}
+			if res, err := e.gate.Reserve(context.Background(), v, "o-1", dead); err != nil || res.Outcome != voucher.GateReserved {
+				t.Fatalf("take the last use: %+v %v", res, err)
+			}
+			e.clock.Advance(time.Second) // past 2×DBTimeout: no write of it can commit any more
+		}, nil, "sold out"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var armed atomic.Bool
+			e := newEnvWith(t, voucher.Config{DBTimeout: 200 * time.Millisecond, InFlightWait: 5 * time.Second}, envOptions{
+				wrapGate: func(g voucher.Gate) voucher.Gate { return resentRelease{Gate: g, armed: &armed} },
+			})
+			v := e.createFlash(t, "RESEND", 1, 1)
+			if err := e.svc.Warm(context.Background(), v.Code); err != nil {
+				t.Fatal(err)
+			}
+			c.prepare(t, e, v)
+			n := e.note.count()
+			armed.Store(true)
+			if _, err := e.svc.Reserve(context.Background(), request(v.Code, "c-1", "o-1")); !errors.Is(err, c.want) {
+				t.Fatalf("o-1: %v; want %v", err, c.want)
+			}
+			if armed.Load() {
+				t.Fatal("no release was sent")
+			}
+			told := e.note.since(n)
+			if !contains(told, "back in stock RESEND") || told[len(told)-1] != c.last+" RESEND" {
+				t.Errorf("told the edges %q; want back in stock (the first send gave the last use back), %s last", told, c.last)
+			}
+			checkHeldAsWritten(t, e, v.Code)
+		})
 	}
 }

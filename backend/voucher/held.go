@@ -3,6 +3,7 @@ package voucher
 import (
 	"context"
 	"errors"
+	"log/slog"
 )
 
 // keepHeld puts back in the gate those of rs, active rows of code, that it does not hold for
@@ -11,15 +12,20 @@ import (
 // failed over and lost it, while the write was in flight); its retries would then be refused
 // although it holds a use. Another customer may even have taken that orderId in Redis since:
 // the put-back makes that use the row's, for the other take can never be written. The writer
-// runs this after each batch commits, before answering, and Warm after each load. A failure is
-// logged: the reconciler puts the orders back later.
+// runs this after each batch commits, before answering, and Warm after each load.
+//
+// A failure does not take back the rows' answers: each row is committed, so its 201 is true
+// (D4). It is logged and makes the gate suspect (suspect.go) until the reconciler has put the
+// orders back, so that meanwhile a granted order's retry the gate refuses for lack of uses is
+// answered from its row, not OUT_OF_STOCK.
 func (s *Service) keepHeld(ctx context.Context, code string, rs []Redemption) {
 	if len(rs) == 0 {
 		return
 	}
 	missing, err := s.gate.Missing(ctx, code, rs)
 	if err != nil {
-		s.cfg.Log.Warn("check written orders are held in redis; the reconciler will put back any lost",
+		s.SuspectGate()
+		s.logRepeated(slog.LevelWarn, "check written orders are held in redis; the reconciler will put back any lost",
 			"code", code, "err", err)
 		return
 	}
@@ -27,7 +33,8 @@ func (s *Service) keepHeld(ctx context.Context, code string, rs []Redemption) {
 	for _, r := range missing {
 		ok, err := s.gate.PutBack(ctx, r)
 		if err != nil {
-			s.cfg.Log.Warn("put back a written order redis lost; the reconciler will", "code", code, "order", r.OrderID, "err", err)
+			s.SuspectGate()
+			s.logRepeated(slog.LevelWarn, "put back a written order redis lost; the reconciler will", "code", code, "order", r.OrderID, "err", err)
 			break
 		}
 		if ok {

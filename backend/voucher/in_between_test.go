@@ -81,6 +81,46 @@ func TestAPutBackForAnOrderReleasedMeanwhileIsGivenBack(t *testing.T) {
 	checkHeldAsWritten(t, e, v.Code)
 }
 
+// Redis lost a granted order's take, and the reconciler puts the order back from the rows it
+// read; the customer's release lands between that read and the put-back (the database first,
+// then the gate, where nothing is held yet). The reconciler reads the row again after putting
+// it back and gives the use back: no use stays held with no row until the next pass.
+func TestAReconcilerPutBackForAnOrderReleasedMeanwhileIsGivenBack(t *testing.T) {
+	var e *env
+	var armed atomic.Bool
+	e = newEnvWith(t, voucher.Config{}, envOptions{
+		wrapGate: func(g voucher.Gate) voucher.Gate {
+			return putBackHook{Gate: g, before: func(r voucher.Redemption) {
+				if armed.CompareAndSwap(true, false) {
+					if _, err := e.svc.Release(context.Background(), r.VoucherCode, r.OrderID); err != nil {
+						t.Error(err)
+					}
+				}
+			}}
+		},
+	})
+	ctx := context.Background()
+	v := e.createFlash(t, "RECPUT", 2, 1)
+	if _, err := e.svc.Reserve(ctx, request(v.Code, "c-1", "o-1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.gate.Release(ctx, v.Code, "o-1", nil); err != nil { // Redis lost the take
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	rep, err := e.svc.Reconcile(ctx, v.Code, voucher.ReconcileConfig{Grace: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if armed.Load() || len(rep.PutBack) != 1 {
+		t.Fatalf("reconciliation put back %v; want o-1, released meanwhile", rep.PutBack)
+	}
+	if r, err := e.store.Redemption(ctx, "o-1"); err != nil || r.Status != "RELEASED" {
+		t.Fatalf("o-1: %+v %v; want it released by the customer", r, err)
+	}
+	checkHeldAsWritten(t, e, v.Code)
+}
+
 // A batch's commit outcome is unknown to the writer (the connection broke at COMMIT) although
 // it committed, and meanwhile the gate lost the order (another backend's retry, or the
 // reconciler, took the hold with no row for hanging). The winner read back from its row is
@@ -107,6 +147,79 @@ func TestAWinnerReadBackAfterAnUnknownOutcomeIsHeldInRedis(t *testing.T) {
 	}
 	if _, err := e.svc.Reserve(ctx, request(v.Code, "c-1", "o-1")); err != nil {
 		t.Fatalf("the committed winner: %v; want it answered from its row", err)
+	}
+	checkHeldAsWritten(t, e, v.Code)
+}
+
+// missingFails is the real gate whose check that written orders are held fails while failing
+// is set, as with Redis unreachable for a moment.
+type missingFails struct {
+	voucher.Gate
+	failing *atomic.Bool
+}
+
+func (g missingFails) Missing(ctx context.Context, code string, rs []voucher.Redemption) ([]voucher.Redemption, error) {
+	if g.failing.CompareAndSwap(true, false) {
+		return nil, errors.New("redis unreachable")
+	}
+	return g.Gate.Missing(ctx, code, rs)
+}
+
+// As above, a winner's commit outcome is unknown although it committed, and the gate lost its
+// order meanwhile; this time the check that Redis holds it fails too. The row is committed, so
+// the winner is still answered 201 (D4), and the order is left to the reconciler to put back.
+// Until then the gate is suspect: the voucher sold out in Redis (a hold of another order whose
+// attempt died took the use the lost order left), the winner's retry is answered from its row,
+// not OUT_OF_STOCK.
+func TestAWinnerReadBackWhoseRedisCheckFailedIsGrantedAgainOnRetry(t *testing.T) {
+	var e *env
+	var failing atomic.Bool
+	e = newEnvWith(t, voucher.Config{}, envOptions{
+		wrapStore: func(st voucher.Store) voucher.Store {
+			return afterWrite{Store: st, then: func(holds []voucher.Hold, out []voucher.Written, err error) ([]voucher.Written, error) {
+				if holds[0].OrderID != "o-1" {
+					return out, err
+				}
+				if err != nil || out[0].Err != nil {
+					t.Errorf("the write itself: %v %v", err, out)
+				}
+				if _, _, rerr := e.gate.Release(context.Background(), holds[0].VoucherCode, holds[0].OrderID, nil); rerr != nil {
+					t.Error(rerr)
+				}
+				failing.Store(true)
+				return nil, errCut
+			}}
+		},
+		wrapGate: func(g voucher.Gate) voucher.Gate { return missingFails{Gate: g, failing: &failing} },
+	})
+	ctx := context.Background()
+	v := e.createFlash(t, "UNCHECKED", 1, 1)
+	if err := e.svc.Warm(ctx, v.Code); err != nil {
+		t.Fatal(err)
+	}
+	first, err := e.svc.Reserve(ctx, request(v.Code, "c-1", "o-1"))
+	if err != nil {
+		t.Fatalf("the committed winner: %v; want it answered from its row", err)
+	}
+	if failing.Load() {
+		t.Fatal("the winner's check in redis was never made")
+	}
+	if _, held, err := e.gate.Holding(ctx, v.Code, "o-1"); err != nil || held {
+		t.Fatalf("o-1 held in redis: %v %v; want it lost, its check failed", held, err)
+	}
+	dead := voucher.Holder{CustomerID: "c-2", ReservedAt: e.clock.Now(), Attempt: "dead"}
+	if res, err := e.gate.Reserve(ctx, v, "o-2", dead); err != nil || res.Outcome != voucher.GateReserved {
+		t.Fatalf("another order's take: %+v %v", res, err)
+	}
+	if remaining, _, err := e.gate.Remaining(ctx, v.Code); err != nil || remaining != 0 {
+		t.Fatalf("redis has %d uses left (%v); want it sold out", remaining, err)
+	}
+	again, err := e.svc.Reserve(ctx, request(v.Code, "c-1", "o-1"))
+	if err != nil || again.DiscountAmount != first.DiscountAmount || again.CustomerID != "c-1" {
+		t.Errorf("retry of the granted o-1 with redis sold out: %+v %v; want the same 201", again, err)
+	}
+	if _, err := e.svc.Reconcile(ctx, v.Code, voucher.ReconcileConfig{}); err != nil { // o-2's hold is hanging
+		t.Fatal(err)
 	}
 	checkHeldAsWritten(t, e, v.Code)
 }

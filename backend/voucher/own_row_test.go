@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"vouchergate/backend/voucher"
@@ -102,7 +103,10 @@ func TestTwoCustomersWithOneOrderIDEachGetTheirOwnAnswer(t *testing.T) {
 				t.Errorf("no batch carried both customers of a pair: the test did not exercise the batch's matching")
 			}
 			if c.lost {
-				// what reconciliation does after Redis lost the takes: A's rows go back
+				// The writer's check after each batch put back the shared orders' rows whose takes
+				// Redis lost, before answering: R2 holds for them before any reconciliation.
+				checkSharedHeld(t, e, v.Code)
+				// what reconciliation does after Redis lost the takes: A's own rows go back
 				if _, err := e.svc.Reconcile(ctx, v.Code, voucher.ReconcileConfig{Grace: time.Minute}); err != nil {
 					t.Fatal(err)
 				}
@@ -112,6 +116,33 @@ func TestTwoCustomersWithOneOrderIDEachGetTheirOwnAnswer(t *testing.T) {
 			}
 			retryGrants(t, e, v.Code, answers)
 		})
+	}
+}
+
+// checkSharedHeld fails the test unless the gate holds every active shared-* row for its
+// customer.
+func checkSharedHeld(t *testing.T, e *env, code string) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := e.store.ActiveRedemptions(ctx, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shared []voucher.Redemption
+	for _, r := range rows {
+		if strings.HasPrefix(r.OrderID, "shared-") {
+			shared = append(shared, r)
+		}
+	}
+	missing, err := e.gate.Missing(ctx, code, shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range missing {
+		t.Errorf("R2 before reconciliation: row %s of %s is not held in redis for its customer", r.OrderID, r.CustomerID)
+	}
+	if len(shared) == 0 {
+		t.Error("no shared-* row to check")
 	}
 }
 
@@ -299,9 +330,18 @@ func TestAFlashWinnerWhoseCommitWasAcknowledgedKeepsItsUse(t *testing.T) {
 // termination hits (a statement, the COMMIT, the moment after it, an idle connection), no
 // 201 is answered without that customer's own row, no committed row's use goes back to Redis,
 // and every 201 is answered 201 again on retry.
+//
+// A COMMIT takes PostgreSQL well under a millisecond, so terminations seldom land in its
+// answer, the case that needs the most care: here the test's database makes each COMMIT wait a
+// millisecond (a deferred trigger sleeps at commit), and the test requires that some did
+// (a 57P01 in COMMIT's answer: an unknown outcome, which no "not written" may stand for).
 func TestTerminatedConnectionsDuringSingleHoldBatches(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	e := newEnv(t, voucher.Config{DBTimeout: 3 * time.Second, InFlightWait: 2 * time.Second, Metrics: reg}, nil)
+	outcomes := &writeOutcomes{}
+	e := newEnv(t, voucher.Config{DBTimeout: 3 * time.Second, InFlightWait: 2 * time.Second, Metrics: reg}, func(st voucher.Store) voucher.Store {
+		outcomes.Store = st
+		return outcomes
+	})
 	ctx := context.Background()
 	const orders = 400
 	// Two buyers at a time: while one's batch is written, the other's hold waits and goes next,
@@ -310,6 +350,9 @@ func TestTerminatedConnectionsDuringSingleHoldBatches(t *testing.T) {
 	v := e.createFlash(t, "KILLS", orders, 1)
 	recordSale(t, e, v)
 	if err := e.svc.Warm(ctx, v.Code); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, slowCommitSQL); err != nil {
 		t.Fatal(err)
 	}
 
@@ -366,13 +409,17 @@ func TestTerminatedConnectionsDuringSingleHoldBatches(t *testing.T) {
 	// from fresh ones, so that what they see is what the writes left.
 	e.pool.Reset()
 	singles, batches := batchesOfOne(t, reg)
-	t.Logf("%d granted, %d unavailable, %d connections terminated, %d of %d batches of one hold",
-		len(granted), unavailable, kills.Load(), singles, batches)
+	t.Logf("%d granted, %d unavailable, %d connections terminated, %d of %d batches of one hold; batch writes: %d written, %d not written, %d unknown (%d of them a server error in COMMIT's answer)",
+		len(granted), unavailable, kills.Load(), singles, batches, outcomes.written.Load(), outcomes.notWritten.Load(),
+		outcomes.unknown.Load(), outcomes.atCommit.Load())
 	if batches == 0 || 4*singles < 3*batches {
 		t.Errorf("%d of %d batches carried one hold; want most: a batch of one has no one-by-one pass to fall back on", singles, batches)
 	}
 	if kills.Load() == 0 || unavailable == 0 {
 		t.Fatalf("%d terminations, %d failed reservations: the terminations met no write", kills.Load(), unavailable)
+	}
+	if outcomes.atCommit.Load() == 0 {
+		t.Fatalf("no termination met a COMMIT (a server error in its answer, an unknown outcome): the test did not reach the case that matters")
 	}
 
 	for _, r := range granted {
@@ -429,4 +476,38 @@ func batchesOfOne(t *testing.T, reg *prometheus.Registry) (singles, batches uint
 		}
 	}
 	return singles, batches
+}
+
+// slowCommitSQL makes every COMMIT that wrote a redemption in the test's database wait a
+// millisecond (a deferred constraint trigger runs at commit), so that a termination lands in
+// COMMIT's answer now and then.
+const slowCommitSQL = `CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN PERFORM pg_sleep(0.001); RETURN NULL; END $$;
+	CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON redemptions DEFERRABLE INITIALLY DEFERRED
+		FOR EACH ROW EXECUTE FUNCTION slow_commit()`
+
+// writeOutcomes is the real store counting the batch writes' outcomes as the writer sees them:
+// written (each hold answered on its own), certainly not written, or unknown; and of the
+// unknown, those the server itself answered with an error, which can only be COMMIT's answer
+// (a server error before COMMIT is certainly not written).
+type writeOutcomes struct {
+	voucher.Store
+	written, notWritten, unknown, atCommit atomic.Int64
+}
+
+func (w *writeOutcomes) ReserveMany(ctx context.Context, code string, holds []voucher.Hold) ([]voucher.Written, error) {
+	out, err := w.Store.ReserveMany(ctx, code, holds)
+	var pg *pgconn.PgError
+	switch {
+	case err == nil:
+		w.written.Add(1)
+	case errors.Is(err, voucher.ErrNotWritten):
+		w.notWritten.Add(1)
+	case errors.As(err, &pg):
+		w.unknown.Add(1)
+		w.atCommit.Add(1)
+	default:
+		w.unknown.Add(1)
+	}
+	return out, err
 }

@@ -31,13 +31,16 @@ type Store interface {
 	// ErrNotEligible (closed at now), ErrAlreadyUsed (customer at limit), ErrOrderExists, or
 	// an infrastructure error (wrapping ErrNotWritten when certainly nothing was committed).
 	Reserve(ctx context.Context, h Hold, now time.Time) (Redemption, error)
-	// ReserveMany takes one use for each hold of the voucher code in one transaction that
-	// locks the voucher row first, and answers each hold on its own, in order: its redemption,
-	// or ErrNotEligible, ErrOutOfStock, ErrAlreadyUsed or ErrOrderExists where Reserve would
-	// refuse that hold after the ones before it; a refused hold never fails the others. A
-	// returned error concerns every hold: ErrVoucherNotFound, or an infrastructure error
-	// wrapping ErrNotWritten when certainly nothing was committed, otherwise leaving every
-	// hold's outcome unknown.
+	// ReserveMany takes one use for each hold of the voucher code, and answers each hold on its
+	// own, in order: its redemption, or ErrNotEligible, ErrOutOfStock, ErrAlreadyUsed or
+	// ErrOrderExists where Reserve would refuse that hold after the ones before it; a refused
+	// hold never fails the others. The holds go in one transaction that locks the voucher row
+	// first; a hold whose orderId an earlier hold of the batch carries, and one that
+	// transaction left out but Reserve might grant, are written after it, each in a
+	// transaction of its own. A returned error concerns every hold: ErrVoucherNotFound, or an
+	// infrastructure error wrapping ErrNotWritten when certainly nothing was committed,
+	// otherwise leaving every hold's outcome unknown (the holds that were to follow the
+	// transaction too: they were not sent, but their orderIds may have been written).
 	ReserveMany(ctx context.Context, code string, holds []Hold) ([]Written, error)
 	// Confirm confirms a RESERVED redemption; confirming a CONFIRMED one returns it unchanged.
 	// It returns ErrReleased, ErrReservationNotFound or ErrVoucherNotFound.

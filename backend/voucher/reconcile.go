@@ -116,24 +116,29 @@ func (s *Service) syncDefinition(ctx context.Context, v Voucher) error {
 
 // putBackLost puts back in the gate the active rows it does not hold for their customers (R2):
 // an order held for another customer (a take of the same orderId after Redis lost the row's)
-// becomes the row's, or the row's retries would be refused as another customer's order.
+// becomes the row's, or the row's retries would be refused as another customer's order. The
+// rows were read before the put-back, so each is read again after it, as keepHeld does
+// (takeBackReleased): a release committed in between found nothing to give back in Redis.
 func (s *Service) putBackLost(ctx context.Context, code string, active []Redemption, holders map[string]Holder, rep *Reconciliation) error {
+	var put []Redemption
 	for _, r := range active {
 		if h, ok := holders[r.OrderID]; ok && h.CustomerID == r.CustomerID {
 			continue
 		}
-		put, err := s.gate.PutBack(ctx, r)
+		ok, err := s.gate.PutBack(ctx, r)
 		if err != nil {
 			return s.unavailable(err, "reconcile %s", code)
 		}
-		if put {
+		if ok {
+			put = append(put, r)
 			rep.PutBack = append(rep.PutBack, r.OrderID)
 		}
 	}
-	if len(rep.PutBack) > 0 {
+	if len(put) > 0 {
 		// a sold-out state published without them must be published again, as keepHeld does:
 		// their retries would be turned away at the edges although they hold a use
 		s.notify.HoldersChanged(code)
+		s.takeBackReleased(ctx, code, put)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"vouchergate/shared/clock"
 	"vouchergate/shared/events"
+	"vouchergate/shared/httplog"
 )
 
 // Config tunes the service; zero values take the defaults noted.
@@ -42,6 +43,7 @@ type Service struct {
 	writers  sync.Map // code -> *writer, one per flash voucher written by this process
 	written  batchCounts
 	counts   serviceMetrics
+	repeated *httplog.Sampler // the lines each failing request writes alike (log.go)
 
 	inFlight     atomic.Int64 // reservations and releases not returned yet (drain.go)
 	suspectSince atomic.Int64 // when the gate became suspect (suspect.go); 0: trusted
@@ -67,7 +69,7 @@ func NewService(store Store, gate Gate, notify Notifier, cfg Config) *Service {
 		cfg.Log = slog.Default()
 	}
 	return &Service{store: store, views: viewsOf(store), gate: gate, notify: notify, cfg: cfg,
-		counts: newServiceMetrics(cfg.Metrics)}
+		counts: newServiceMetrics(cfg.Metrics), repeated: httplog.NewSampler(httplog.Every, nil)}
 }
 
 // HoldTTL is how long a reservation is held unless confirmed, for a voucher without its own.

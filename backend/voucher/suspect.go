@@ -13,11 +13,12 @@ import (
 // reconciliation of every flash voucher that began after it has ended: meanwhile a refusal for
 // lack of uses is checked against the database first, and an order the database holds for its
 // customer is answered from its row, its hold put back in the gate. Only the refusals of that
-// window pay for the lookup.
+// window pay for the lookup. A committed order the writer could not make sure Redis holds
+// (keepHeld) leaves the gate suspect the same way.
 
-// SuspectGate says Redis may have lost recent writes (its client saw a node fail or a slot
-// move): until the next complete reconciliation, refusals for lack of uses look at the
-// database first.
+// SuspectGate says Redis may lack orders the database holds (its client saw a node fail or a
+// slot move, or a check that committed orders are held failed): until the next complete
+// reconciliation, refusals for lack of uses look at the database first.
 func (s *Service) SuspectGate() { s.suspectSince.Store(time.Now().UnixNano()) }
 
 // gateSuspect reports whether the gate is suspect.
@@ -40,7 +41,7 @@ func (s *Service) heldInDB(ctx context.Context, v Voucher, h Hold) (r Redemption
 	seen, err := s.store.Lookup(ctx, v.Code, h.OrderID)
 	switch {
 	case err != nil:
-		return Redemption{}, true, s.unavailable(err, "reserve %s: look up an order the gate refused after a failover", v.Code)
+		return Redemption{}, true, s.unavailable(err, "reserve %s: look up an order the suspect gate refused", v.Code)
 	case seen.Existing == nil:
 		return Redemption{}, false, nil
 	}

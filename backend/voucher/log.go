@@ -1,0 +1,21 @@
+package voucher
+
+import (
+	"context"
+	"log/slog"
+)
+
+// logRepeated writes a line that every request meeting one failure writes alike (a flash
+// winner's write failing during a PostgreSQL outage, its compensation failing during a Redis
+// outage) at most once a second for each message, with how many were left out since (dropped=),
+// as the API's "request failed" line is: the metrics count each one.
+func (s *Service) logRepeated(level slog.Level, msg string, attrs ...any) {
+	dropped, ok := s.repeated.Admit(msg)
+	if !ok {
+		return
+	}
+	if dropped > 0 {
+		attrs = append(attrs, "dropped", dropped)
+	}
+	s.cfg.Log.Log(context.Background(), level, msg, attrs...)
+}
