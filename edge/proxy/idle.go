@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"net"
 
 	"github.com/valyala/fasthttp"
@@ -98,12 +99,18 @@ func (n *conns) takeIdleLocked() *counted {
 	return nil
 }
 
-// closeIdle closes a connection admit took out to make room.
+// closeIdle closes a connection admit took out to make room. It runs on the accepting
+// goroutine, so under TLS it closes the TCP connection: tls.Conn.Close first writes a
+// close_notify, which waits up to 5 s on a client that stopped reading with its buffers full.
 func (n *conns) closeIdle(c *counted) {
 	if c == nil {
 		return
 	}
-	_ = c.conn.Close()
+	conn := c.conn
+	if t, ok := conn.(*tls.Conn); ok {
+		conn = t.NetConn()
+	}
+	_ = conn.Close()
 	if n.caps.IdleClosed != nil {
 		n.caps.IdleClosed()
 	}
