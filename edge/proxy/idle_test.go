@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -255,4 +256,44 @@ func selfSignedTLS(t *testing.T) (server, client *tls.Config) {
 	roots.AddCert(cert)
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
 		&tls.Config{RootCAs: roots, ServerName: "127.0.0.1"}
+}
+
+// A connection serving a request pipelined behind one just answered is busy, not idle: a
+// shopper arriving near the cap meanwhile does not close it, and both answers reach the client.
+// (Before: the server said the connection waited for its next request once the first was
+// answered, and read the second from what it had already read, so nothing took it off the idle
+// list: the shopper closed it mid-answer, with the first answer still held back for the second.)
+func TestAPipelinedRequestKeepsItsConnectionBusy(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	addr, _ := serveNetHTTP(t, 0, func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		time.Sleep(time.Second)
+		fmt.Fprint(w, "slow")
+	})
+	e := passThroughEdge(t, addr, edgeConfig{maxConns: 8, local: func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("ok") }})
+	for range 6 { // silent connections, not idle: with the pipelining one, 7 open, nearCap(8)
+		dialRawProxy(t, e.addr)
+	}
+	testkit.Eventually(t, "6 connections open", func() bool { return e.conns.openCount() == 6 })
+	c := dialRawProxy(t, e.addr)
+	fmt.Fprint(c, "GET /healthz HTTP/1.1\r\nHost: edge\r\n\r\nGET /cart HTTP/1.1\r\nHost: shop.example\r\n\r\n")
+	select {
+	case <-arrived:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pipelined request never reached the checkout API")
+	}
+	if status, body := testkit.RawHTTP(t, e.addr, "GET /healthz HTTP/1.1\r\nHost: edge\r\nConnection: close\r\n\r\n"); status != 200 {
+		t.Fatalf("a shopper arriving near the cap: %d %s; want 200 (7 open of 8)", status, body)
+	}
+	for _, want := range []string{"ok", "slow"} {
+		resp, err := http.ReadResponse(c.r, nil)
+		if err != nil {
+			t.Fatalf("answer %q on the pipelining connection: %v (closed to make room mid-answer)", want, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != want {
+			t.Fatalf("answer %d %q; want 200 %q", resp.StatusCode, body, want)
+		}
+	}
 }
