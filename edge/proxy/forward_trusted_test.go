@@ -59,10 +59,11 @@ func FuzzNearestUntrusted(f *testing.F) {
 	})
 }
 
-// From a trusted proxy (a TLS load balancer) X-Forwarded-Proto, -Host and -For and Forwarded
-// pass as it set them, and X-Real-Ip names the client it saw; from anyone else they are the
-// edge's own. What the checkout API process received is what it echoes. (Before: always the
-// edge's: https from the balancer became http.)
+// From a trusted proxy (a TLS load balancer) X-Forwarded-Proto and -Host pass as it set them,
+// its X-Forwarded-For and Forwarded chains get the same hop appended, and X-Real-Ip names the
+// client it saw; from anyone else they are the edge's own. What the checkout API process
+// received is what it echoes. (Before: always the edge's: https from the balancer became http;
+// then Forwarded passed as sent, one hop short of X-Forwarded-For.)
 func TestForwardingHeadersFromTrustedProxiesOnly(t *testing.T) {
 	up := testkit.StartCheckoutStandIn(t, 0)
 	raw := "GET /headers HTTP/1.1\r\nHost: shop.example\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: www.shop.example\r\n" +
@@ -77,7 +78,7 @@ func TestForwardingHeadersFromTrustedProxiesOnly(t *testing.T) {
 			"x-forwarded-for": "203.0.113.9, 10.1.2.3, 127.0.0.1", "x-real-ip": "127.0.0.1",
 		}},
 		{"trusted", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8")}, map[string]string{
-			"x-forwarded-proto": "https", "x-forwarded-host": "www.shop.example", "forwarded": "for=203.0.113.9;proto=https",
+			"x-forwarded-proto": "https", "x-forwarded-host": "www.shop.example", "forwarded": "for=203.0.113.9;proto=https, for=127.0.0.1",
 			"x-forwarded-for": "203.0.113.9, 10.1.2.3, 127.0.0.1", "x-real-ip": "203.0.113.9",
 		}},
 	} {
@@ -97,5 +98,29 @@ func TestForwardingHeadersFromTrustedProxiesOnly(t *testing.T) {
 				t.Errorf("upstream Host %q", got["host"])
 			}
 		})
+	}
+}
+
+// The edge's Forwarded element: after the chain a trusted proxy sent, in one header however many
+// lines it came in, an IPv6 hop quoted in brackets; none without a chain.
+func TestAppendForwarded(t *testing.T) {
+	for _, tt := range []struct {
+		sent []string
+		hop  string
+		want string
+	}{
+		{[]string{"for=203.0.113.9;proto=https"}, "10.0.0.5", "for=203.0.113.9;proto=https, for=10.0.0.5"},
+		{[]string{"for=192.0.2.1", " for=192.0.2.2 "}, "10.0.0.5", "for=192.0.2.1, for=192.0.2.2, for=10.0.0.5"},
+		{[]string{`for="[2001:db8::1]"`}, "2001:db8::7", `for="[2001:db8::1]", for="[2001:db8::7]"`},
+		{nil, "10.0.0.5", ""},
+	} {
+		var h fasthttp.RequestHeader
+		for _, v := range tt.sent {
+			h.Add("Forwarded", v)
+		}
+		appendForwarded(&h, netip.MustParseAddr(tt.hop))
+		if got := h.PeekAll("Forwarded"); len(got) > 1 || string(h.Peek("Forwarded")) != tt.want {
+			t.Errorf("Forwarded %q from %s: %q; want %q in one header", tt.sent, tt.hop, got, tt.want)
+		}
 	}
 }
