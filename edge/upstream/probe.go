@@ -14,8 +14,8 @@ const probeFresh = time.Second
 // probe asks the checkout API whether it answers, for the ops /readyz. One probe goes out at a
 // time, on a connection of its own closed after it: a kept-alive one could have been closed
 // by the checkout API between probes, and the probe would report a failure that is not. Those
-// asked while it runs wait for its answer (at most its timeout), and so do those asked within
-// probeFresh of it. It is safe for concurrent use.
+// asked while it runs wait for its answer (at most its timeout); those asked within probeFresh
+// of it take that answer too. It is safe for concurrent use.
 type probe struct {
 	hc      *fasthttp.HostClient
 	url     string
