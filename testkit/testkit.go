@@ -4,8 +4,10 @@
 // PostgreSQL connection once a chosen message has been answered (cutproxy.go). It also holds
 // what tests of several packages share: waiting for a condition (wait.go), a clock that moves
 // only when told (clock.go), a silent logger (log.go), the Redis benchmarks' baseline and
-// cleanup (redis_benchmark.go, unlink.go), and requests sent as raw bytes: one exactly as
-// written (rawhttp.go) and floods of ones a server cannot read (malformed.go).
+// cleanup (redis_benchmark.go, unlink.go), requests sent as raw bytes: one exactly as
+// written (rawhttp.go) and floods of ones a server cannot read (malformed.go), and a stand-in
+// checkout API run as a process of its own for the edge's pass-through (checkout_standin.go,
+// with the WebSocket frames of websocket.go).
 //
 // Each test gets its own database, Redis key prefix and NATS subject prefix, so packages run
 // in parallel against one set of servers. The shared servers' addresses come from

@@ -21,6 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	testkit.RunCheckoutStandInIfAsked() // when started as the checkout API of a pass-through test
 	code := m.Run()
 	backendtest.RemoveBinary() // the backend and edge commands the tests ran as processes
 	os.Exit(code)

@@ -11,8 +11,8 @@ import (
 	"vouchergate/testkit"
 )
 
-// 20 clients each download 100 MiB from the checkout API through the edge process: every one
-// gets all of it, and the edge's memory stays bounded by its buffers, not the answers' size.
+// 20 clients each download 100 MiB from a checkout API process through the edge process: every
+// one gets all of it, and the edge's memory stays bounded by its buffers, not the answers' size.
 // (Before: 10 MiB answers took the edge from 31 to 345 MB, 100 MiB ones to 2,647 MB, still held
 // 20 s later, and 7 of 20 got 504.)
 func TestStreamedDownloadsKeepTheEdgeSmall(t *testing.T) {
@@ -20,15 +20,7 @@ func TestStreamedDownloadsKeepTheEdgeSmall(t *testing.T) {
 		t.Skip("2 GiB through the edge")
 	}
 	const clients, size = 20, 100 << 20
-	piece := make([]byte, 256<<10)
-	checkout := testkit.ServeNetHTTP(t, &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", fmt.Sprint(size))
-		for sent := 0; sent < size; sent += len(piece) {
-			if _, err := w.Write(piece); err != nil {
-				return
-			}
-		}
-	})})
+	checkout := testkit.StartCheckoutStandIn(t, 0).Addr
 	p := startEdgeProcess(t, "VG_EDGE_UPSTREAM="+checkout)
 	before := p.status(t, "VmRSS")
 
@@ -39,7 +31,7 @@ func TestStreamedDownloadsKeepTheEdgeSmall(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := http.Get("http://" + p.Addr + "/download")
+			resp, err := http.Get(fmt.Sprintf("http://%s/download?size=%d&piece=%d", p.Addr, size, 256<<10))
 			if err != nil {
 				t.Errorf("client %d: %v", i, err)
 				return

@@ -1,6 +1,8 @@
 package listen
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,5 +44,39 @@ func TestConfirmedWatchKeepsSoldOutEntriesPastTheirTTL(t *testing.T) {
 	testkit.Eventually(t, "the entry ends once nothing confirms it", func() bool { return !soldOutIn(cache, "KEPT") })
 	if lived := time.Since(last); lived < keep-100*time.Millisecond || lived > keep+time.Second {
 		t.Fatalf("the entry lived %v past the last confirmation; want about %v", lived, keep)
+	}
+}
+
+// Confirmations from two goroutines (the watch's run and checkWatch) never move ConfirmedAt
+// back: each sees its own confirmation stand until a later one replaces it, and it ends at the
+// latest. (Before: each compared and then stored, so one could store its earlier time over the
+// other's later one.)
+func TestConfirmedAtNeverStepsBack(t *testing.T) {
+	var confirmedAt atomic.Int64
+	const each = 1000000
+	var stepsBack atomic.Int64
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range each {
+				n := int64(2*i + g + 1)
+				storeLater(&confirmedAt, n)
+				if confirmedAt.Load() < n {
+					stepsBack.Add(1)
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if n := stepsBack.Load(); n > 0 {
+		t.Errorf("ConfirmedAt stepped back below a confirmation just made %d times in %d", n, 2*each)
+	}
+	if got := confirmedAt.Load(); got != 2*each {
+		t.Fatalf("ConfirmedAt ended at %d; want the latest, %d", got, 2*each)
 	}
 }

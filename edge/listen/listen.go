@@ -354,13 +354,18 @@ func (l *Listener) confirm(at time.Time) {
 	if !l.watching.Load() {
 		return
 	}
-	if n := at.UnixNano(); n > l.confirmedAt.Load() {
-		l.confirmedAt.Store(n)
-	}
+	storeLater(&l.confirmedAt, at.UnixNano())
 	l.bucketMu.Lock()
 	defer l.bucketMu.Unlock()
 	for code := range l.bucketSold {
 		l.cache.Renew(code, at)
+	}
+}
+
+// storeLater stores n in v unless v holds a later time: run and checkWatch both confirm, and
+// the later confirmation stands whichever of them stores last.
+func storeLater(v *atomic.Int64, n int64) {
+	for old := v.Load(); n > old && !v.CompareAndSwap(old, n); old = v.Load() {
 	}
 }
 

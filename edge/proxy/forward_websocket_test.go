@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"crypto/sha1"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -17,75 +15,13 @@ import (
 	"vouchergate/testkit"
 )
 
-// websocketAccept is the Sec-WebSocket-Accept for key (RFC 6455 §4.2.2).
-func websocketAccept(key string) string {
-	h := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-	return base64.StdEncoding.EncodeToString(h[:])
-}
-
-// readFrame reads one WebSocket frame of up to 125 bytes and returns its payload, unmasked.
-func readFrame(r io.Reader) ([]byte, error) {
-	var head [2]byte
-	if _, err := io.ReadFull(r, head[:]); err != nil {
-		return nil, err
-	}
-	n := int(head[1] & 0x7f)
-	var mask [4]byte
-	if head[1]&0x80 != 0 {
-		if _, err := io.ReadFull(r, mask[:]); err != nil {
-			return nil, err
-		}
-	}
-	payload := make([]byte, n)
-	if _, err := io.ReadFull(r, payload); err != nil {
-		return nil, err
-	}
-	for i := range payload {
-		payload[i] ^= mask[i%4]
-	}
-	return payload, nil
-}
-
-// textFrame is a final text frame of payload (up to 125 bytes), masked with mask if given.
-func textFrame(payload []byte, mask []byte) []byte {
-	f := []byte{0x81, byte(len(payload))}
-	if mask == nil {
-		return append(f, payload...)
-	}
-	f[1] |= 0x80
-	f = append(f, mask...)
-	for i, b := range payload {
-		f = append(f, b^mask[i%4])
-	}
-	return f
-}
-
-// A WebSocket echo through the edge: the upgrade reaches the checkout API with its headers, the
-// 101 comes back, and frames go both ways on the joined connections. (Before: Upgrade and
-// Connection were stripped, the upstream saw a plain GET, the client got its 426.)
+// A WebSocket echo through the edge, to a checkout API process of its own: the upgrade reaches
+// it with its headers, the 101 comes back, and frames go both ways on the joined connections.
+// (Before: Upgrade and Connection were stripped, the upstream saw a plain GET, the client got
+// its 426.)
 func TestWebSocketEchoThroughTheEdge(t *testing.T) {
-	addr, _ := serveNetHTTP(t, 0, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") != "websocket" || r.Header.Get("Sec-WebSocket-Key") == "" {
-			http.Error(w, "upgrade required", http.StatusUpgradeRequired)
-			return
-		}
-		conn, rw, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
-			websocketAccept(r.Header.Get("Sec-WebSocket-Key")))
-		_ = rw.Flush()
-		for {
-			msg, err := readFrame(rw)
-			if err != nil {
-				return
-			}
-			_, _ = conn.Write(textFrame(append([]byte("echo: "), msg...), nil))
-		}
-	})
-	e := passThroughEdge(t, addr, edgeConfig{})
+	up := testkit.StartCheckoutStandIn(t, 0)
+	e := passThroughEdge(t, up.Addr, edgeConfig{})
 	conn, err := net.Dial("tcp", e.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -93,29 +29,29 @@ func TestWebSocketEchoThroughTheEdge(t *testing.T) {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	const key = "dGhlIHNhbXBsZSBub25jZQ=="
-	fmt.Fprintf(conn, "GET /live/cart HTTP/1.1\r\nHost: shop.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+	fmt.Fprintf(conn, "GET /ws HTTP/1.1\r\nHost: shop.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 		"Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n", key)
 	r := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(r, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 101 || resp.Header.Get("Sec-WebSocket-Accept") != websocketAccept(key) ||
+	if resp.StatusCode != 101 || resp.Header.Get("Sec-WebSocket-Accept") != testkit.WebSocketAccept(key) ||
 		resp.Header.Get("Upgrade") != "websocket" || resp.Header.Get("Connection") != "Upgrade" {
 		t.Fatalf("upgrade answered %d %v", resp.StatusCode, resp.Header)
 	}
 	for _, msg := range []string{"hello", "second message"} {
-		if _, err := conn.Write(textFrame([]byte(msg), []byte{1, 2, 3, 4})); err != nil {
+		if _, err := conn.Write(testkit.WebSocketTextFrame([]byte(msg), []byte{1, 2, 3, 4})); err != nil {
 			t.Fatal(err)
 		}
-		got, err := readFrame(r)
+		got, err := testkit.ReadWebSocketFrame(r)
 		if err != nil || string(got) != "echo: "+msg {
 			t.Fatalf("echo of %q: %q, %v", msg, got, err)
 		}
 	}
 
 	// A plain GET to the same path is a plain GET upstream: no upgrade is made up.
-	if a := e.do(t, "GET", "/live/cart", ""); a.status != http.StatusUpgradeRequired {
+	if a := e.do(t, "GET", "/ws", ""); a.status != http.StatusUpgradeRequired {
 		t.Fatalf("plain GET: %d %s", a.status, a.body)
 	}
 }
@@ -131,7 +67,7 @@ func webSocketUpstream(t *testing.T, h func(conn net.Conn, r *bufio.Reader)) str
 		}
 		defer conn.Close()
 		fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
-			websocketAccept(r.Header.Get("Sec-WebSocket-Key")))
+			testkit.WebSocketAccept(r.Header.Get("Sec-WebSocket-Key")))
 		_ = rw.Flush()
 		h(conn, rw.Reader)
 	})
@@ -169,7 +105,7 @@ func TestAWebSocketTunnelIsIdleOnlyWhenNeitherSideMoves(t *testing.T) {
 		t.Parallel()
 		addr := webSocketUpstream(t, func(conn net.Conn, _ *bufio.Reader) {
 			for i := range frames {
-				if _, err := conn.Write(textFrame([]byte(fmt.Sprint("push ", i)), nil)); err != nil {
+				if _, err := conn.Write(testkit.WebSocketTextFrame([]byte(fmt.Sprint("push ", i)), nil)); err != nil {
 					return
 				}
 				time.Sleep(every)
@@ -178,7 +114,7 @@ func TestAWebSocketTunnelIsIdleOnlyWhenNeitherSideMoves(t *testing.T) {
 		e := passThroughEdge(t, addr, edgeConfig{timeout: readIdle})
 		_, r := upgrade(t, e.addr)
 		for i := range frames {
-			if got, err := readFrame(r); err != nil || string(got) != fmt.Sprint("push ", i) {
+			if got, err := testkit.ReadWebSocketFrame(r); err != nil || string(got) != fmt.Sprint("push ", i) {
 				t.Fatalf("frame %d of %d from the upstream to a silent client: %q, %v", i, frames, got, err)
 			}
 		}
@@ -189,7 +125,7 @@ func TestAWebSocketTunnelIsIdleOnlyWhenNeitherSideMoves(t *testing.T) {
 		addr := webSocketUpstream(t, func(_ net.Conn, r *bufio.Reader) {
 			n := 0
 			for ; n < frames; n++ {
-				if _, err := readFrame(r); err != nil {
+				if _, err := testkit.ReadWebSocketFrame(r); err != nil {
 					break
 				}
 			}
@@ -198,7 +134,7 @@ func TestAWebSocketTunnelIsIdleOnlyWhenNeitherSideMoves(t *testing.T) {
 		e := passThroughEdge(t, addr, edgeConfig{timeout: readIdle})
 		conn, _ := upgrade(t, e.addr)
 		for i := range frames {
-			if _, err := conn.Write(textFrame([]byte(fmt.Sprint("push ", i)), []byte{1, 2, 3, 4})); err != nil {
+			if _, err := conn.Write(testkit.WebSocketTextFrame([]byte(fmt.Sprint("push ", i)), []byte{1, 2, 3, 4})); err != nil {
 				t.Fatalf("frame %d: %v", i, err)
 			}
 			time.Sleep(every)
@@ -227,20 +163,20 @@ func TestAWebSocketTunnelIsIdleOnlyWhenNeitherSideMoves(t *testing.T) {
 func TestWebSocketFramesMayHoldBareLF(t *testing.T) {
 	addr := webSocketUpstream(t, func(conn net.Conn, r *bufio.Reader) {
 		for {
-			msg, err := readFrame(r)
+			msg, err := testkit.ReadWebSocketFrame(r)
 			if err != nil {
 				return
 			}
-			_, _ = conn.Write(textFrame(msg, nil))
+			_, _ = conn.Write(testkit.WebSocketTextFrame(msg, nil))
 		}
 	})
 	e := passThroughEdge(t, addr, edgeConfig{})
 	conn, r := upgrade(t, e.addr)
 	for _, msg := range []string{"a\nb", "\n\n\r\n\n", "line one\nline two\n"} {
-		if _, err := conn.Write(textFrame([]byte(msg), []byte{0, 0, 0, 0})); err != nil { // a zero mask: sent as it is
+		if _, err := conn.Write(testkit.WebSocketTextFrame([]byte(msg), []byte{0, 0, 0, 0})); err != nil { // a zero mask: sent as it is
 			t.Fatal(err)
 		}
-		if got, err := readFrame(r); err != nil || string(got) != msg {
+		if got, err := testkit.ReadWebSocketFrame(r); err != nil || string(got) != msg {
 			t.Fatalf("echo of %q: %q, %v", msg, got, err)
 		}
 	}

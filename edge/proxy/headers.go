@@ -67,9 +67,10 @@ func (p *Proxy) upstreamHeader(ctx *fasthttp.RequestCtx, h *fasthttp.RequestHead
 
 // forwardingHeaders sets what the edge says of the request, after hop-by-hop removal: Host
 // (the target's), X-Forwarded-Host, X-Forwarded-Proto, X-Forwarded-For and X-Real-Ip. From a
-// trusted proxy (Options.TrustedProxies) its X-Forwarded-Host, X-Forwarded-Proto and Forwarded
-// are kept when it sent them, and X-Real-Ip is the nearest address in the chain that is not a
-// trusted proxy's; from anyone else they are replaced.
+// trusted proxy (Options.TrustedProxies) its X-Forwarded-Host and X-Forwarded-Proto are kept
+// when it sent them, its Forwarded gets the edge's element appended as X-Forwarded-For gets
+// the hop, and X-Real-Ip is the nearest address in the chain that is not a trusted proxy's;
+// from anyone else they are replaced (Forwarded dropped).
 func (p *Proxy) forwardingHeaders(ctx *fasthttp.RequestCtx, h *fasthttp.RequestHeader) {
 	hop, hopIsIP := remoteIP(ctx)
 	trusted := hopIsIP && p.trusts(hop)
@@ -98,12 +99,42 @@ func (p *Proxy) forwardingHeaders(ctx *fasthttp.RequestCtx, h *fasthttp.RequestH
 	realIP := hop
 	if trusted {
 		realIP = p.nearestUntrusted(h, hop)
+		appendForwarded(h, hop)
 	}
 	appendForwardedFor(h, ctx.RemoteAddr())
 	if hopIsIP {
 		var buf [64]byte
 		h.SetBytesV(headerRealIP, realIP.AppendTo(buf[:0]))
 	}
+}
+
+// appendForwarded adds the edge's element, for= the hop the request came from, to a Forwarded
+// chain a trusted proxy sent (RFC 7239 §4), so that it names the same hops as X-Forwarded-For.
+// An IPv6 address is quoted in brackets (§6). Without a chain it adds none: the edge speaks
+// X-Forwarded-* of its own.
+func appendForwarded(h *fasthttp.RequestHeader, hop netip.Addr) {
+	prior := h.PeekAll("Forwarded")
+	if len(prior) == 0 {
+		return
+	}
+	var buf [256]byte
+	v := buf[:0]
+	for _, p := range prior {
+		if p = bytes.TrimSpace(p); len(p) > 0 {
+			v = append(v, p...)
+			v = append(v, ", "...)
+		}
+	}
+	v = append(v, "for="...)
+	if hop.Is6() {
+		v = append(v, `"[`...)
+		v = hop.AppendTo(v)
+		v = append(v, `]"`...)
+	} else {
+		v = hop.AppendTo(v)
+	}
+	h.Del("Forwarded")
+	h.SetBytesV("Forwarded", v)
 }
 
 // remoteIP is the address of the connection's far end: the client, or the proxy before the edge.

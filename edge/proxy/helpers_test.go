@@ -125,6 +125,7 @@ type edge struct {
 	pool      *upstream.Pool
 	refresher *soldout.Refresher
 	client    *fasthttp.HostClient
+	conns     *conns // the client connections its listener counts
 }
 
 type edgeConfig struct {
@@ -140,8 +141,10 @@ type edgeConfig struct {
 	slotWait  time.Duration // waiting for one
 	tokens    *token.Verifier
 	apiKey    string
-	perIP     int                      // open connections from one address; 0: no cap
-	checkout2 upstream.CheckoutOptions // the checkout client's, over what startEdge sets (forward_stream_test.go)
+	perIP     int                             // open connections from one address; 0: no cap
+	maxConns  int                             // open connections in all; 0: no cap
+	listen    func(net.Listener) net.Listener // wraps the TCP listener under ClientListener (TLS); nil: none
+	checkout2 upstream.CheckoutOptions        // the checkout client's, over what startEdge sets (forward_stream_test.go)
 	trusted   []netip.Prefix
 	writeIdle time.Duration
 }
@@ -187,11 +190,16 @@ func startEdge(t testing.TB, c edgeConfig) *edge {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ClientListener(ln, Caps{MaxConnsPerIP: c.perIP})) //nolint:errcheck
+	addr := ln.Addr().String()
+	if c.listen != nil {
+		ln = c.listen(ln)
+	}
+	cl := ClientListener(ln, Caps{MaxConnsPerIP: c.perIP, MaxConns: c.maxConns})
+	go srv.Serve(cl) //nolint:errcheck
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	return &edge{
-		addr: ln.Addr().String(), proxy: p, cache: cache, pool: pool, refresher: refresher,
-		client: &fasthttp.HostClient{Addr: ln.Addr().String(), MaxConns: 256, ReadTimeout: 10 * time.Second, DisablePathNormalizing: true},
+		addr: addr, proxy: p, cache: cache, pool: pool, refresher: refresher, conns: cl.(clientListener).conns,
+		client: &fasthttp.HostClient{Addr: addr, MaxConns: 256, ReadTimeout: 10 * time.Second, DisablePathNormalizing: true},
 	}
 }
 

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"net"
 
 	"github.com/valyala/fasthttp"
@@ -9,21 +10,41 @@ import (
 // Idle keep-alive connections make room near the cap. A crowd holding connections open
 // between requests would otherwise keep every new shopper at 503 until its idle timeout: the
 // server tells a connection when it has answered and waits for the next request (ConnState),
-// the connection's first byte read after that makes it busy again (headConn.Read), and a
-// connection admitted at nearCap or above closes the connection that has waited longest. A
-// connection still waiting for its first request is not idle: ReadTimeout bounds it. A
-// request sent just as its connection is closed is lost as on any server closing an idle
-// keep-alive connection; clients retry it on a new one.
+// the connection's first byte read after that, or the server starting on a request pipelined
+// behind the last, makes it busy again (headConn.Read, StateActive), and a connection admitted
+// at nearCap or above closes the connection that has waited longest. A connection still
+// waiting for its first request is not idle: ReadTimeout bounds it. A request sent just as its
+// connection is closed is lost as on any server closing an idle keep-alive connection; clients
+// retry it on a new one.
 
 // nearCap is the count of open connections from which each new one closes an idle one: 7/8 of
 // the cap, so a burst of arrivals finds room while idle connections are closed.
 func nearCap(maxConns int) int { return maxConns - maxConns/8 }
 
 // connState is the server's ConnState hook: it tells a connection of ClientListener when it
-// waits for its next request. Other connections are left alone.
+// waits for its next request, and when it serves one again. A request pipelined behind the last
+// one is served from what was read with it, without another read (headConn.Read): only the
+// server's StateActive says the connection is busy then. Other connections are left alone.
 func connState(c net.Conn, s fasthttp.ConnState) {
-	if h, ok := c.(interface{ waiting(bool) }); ok && s == fasthttp.StateIdle {
+	h, ok := c.(interface {
+		waiting(bool)
+		busy()
+	})
+	if !ok {
+		return
+	}
+	switch s {
+	case fasthttp.StateIdle:
 		h.waiting(true)
+	case fasthttp.StateActive:
+		h.busy()
+	}
+}
+
+// busy takes c off the idle list if it is on it; the lock is taken only then.
+func (c *counted) busy() {
+	if c.isIdle.Load() {
+		c.waiting(false)
 	}
 }
 
@@ -98,12 +119,18 @@ func (n *conns) takeIdleLocked() *counted {
 	return nil
 }
 
-// closeIdle closes a connection admit took out to make room.
+// closeIdle closes a connection admit took out to make room. It runs on the accepting
+// goroutine, so under TLS it closes the TCP connection: tls.Conn.Close first writes a
+// close_notify, which waits up to 5 s on a client that stopped reading with its buffers full.
 func (n *conns) closeIdle(c *counted) {
 	if c == nil {
 		return
 	}
-	_ = c.conn.Close()
+	conn := c.conn
+	if t, ok := conn.(*tls.Conn); ok {
+		conn = t.NetConn()
+	}
+	_ = conn.Close()
 	if n.caps.IdleClosed != nil {
 		n.caps.IdleClosed()
 	}

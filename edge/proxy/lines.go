@@ -75,9 +75,7 @@ func (c *headConn) Read(p []byte) (int, error) {
 	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		if c.isIdle.Load() { // a request arrives: the connection no longer waits (idle.go)
-			c.waiting(false)
-		}
+		c.busy() // a request arrives: the connection no longer waits (idle.go)
 		if ok, at := c.scan(p[:n]); !ok {
 			c.bad = true
 			if at == 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"vouchergate/shared/events"
+	"vouchergate/shared/httplog"
 )
 
 // Source reads a voucher's state live. Implementations MUST be safe for concurrent use and
@@ -26,6 +27,7 @@ type Refresher struct {
 	every   time.Duration
 	timeout time.Duration
 	log     *slog.Logger
+	warns   *httplog.Sampler // a line a second of each warning: with the backends down every busy voucher's read fails
 	now     func() time.Time // time.Now; tests freeze it to hold an ask back as long as they need
 
 	asks chan string
@@ -53,7 +55,7 @@ func newRefresher(cache *Cache, src Source, every, timeout time.Duration, log *s
 		cache: cache, src: src, every: every, timeout: timeout, log: log, now: now,
 		asks: make(chan string, 64), slot: make(chan struct{}, maxInFlight),
 		last: map[string]time.Time{}, busy: map[string]bool{}, later: map[string]bool{},
-		stop: make(chan struct{}),
+		stop: make(chan struct{}), warns: httplog.NewSampler(httplog.Every, nowFunc(now)),
 	}
 	r.done.Add(1)
 	go r.run()
@@ -147,16 +149,34 @@ func (r *Refresher) read(code string) {
 	}()
 	s, err := r.src.VoucherState(ctx, code)
 	if err != nil {
-		r.log.Warn("read voucher state", "code", code, "err", err)
+		r.warn("read voucher state", "code", code, "err", err)
 		return
 	}
 	if s.Code != code {
-		r.log.Warn("read voucher state: answer for another voucher", "code", code, "got", s.Code)
+		r.warn("read voucher state: answer for another voucher", "code", code, "got", s.Code)
 		return
 	}
 	if _, err := r.cache.ApplyIf(s, version); err != nil {
-		r.log.Warn("apply voucher state", "code", code, "err", err)
+		r.warn("apply voucher state", "code", code, "err", err)
 	}
+}
+
+// nowFunc is a func telling time as a clock.Clock.
+type nowFunc func() time.Time
+
+func (f nowFunc) Now() time.Time { return f() }
+
+// warn logs msg unless a line of it was logged less than a second ago, and says how many it
+// left out since.
+func (r *Refresher) warn(msg string, args ...any) {
+	dropped, ok := r.warns.Admit(msg)
+	if !ok {
+		return
+	}
+	if dropped > 0 {
+		args = append(args, "dropped", dropped)
+	}
+	r.log.Warn(msg, args...)
 }
 
 // forget drops rate-limit marks older than the interval, so the maps stay small.

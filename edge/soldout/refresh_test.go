@@ -3,6 +3,8 @@ package soldout
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -146,5 +148,32 @@ func TestRefresherKeepsAnAskThatCameTooSoon(t *testing.T) {
 	testkit.Eventually(t, "back in stock learned", func() bool { return !learned(c, "FLASH") })
 	if n := src.reads.Load(); n != 2 {
 		t.Fatalf("reads = %d; want 2", n)
+	}
+}
+
+// With the backends down every busy sold-out voucher's read fails: the warning is written once a
+// second, with how many were left out, not once per voucher and read. (Before: a line each.)
+func TestRefresherWarnsOnceASecondWhenReadsFail(t *testing.T) {
+	log, logged := testkit.CaptureLog()
+	src := &states{m: map[string]events.VoucherState{}} // every read fails
+	clock := testkit.NewManualClock(time.Now())
+	r := newRefresher(New(Options{TTL: time.Minute}), src, time.Hour, time.Second, log, clock.Now)
+	t.Cleanup(r.Close)
+	read := func(code string) {
+		t.Helper()
+		before := src.reads.Load()
+		r.Ask(code)
+		testkit.Eventually(t, "the read of "+code, func() bool { return src.reads.Load() > before && idle(r, code) })
+	}
+	for i := range 20 {
+		read(fmt.Sprint("FLASH", i))
+	}
+	if n := strings.Count(logged(), "read voucher state"); n != 1 {
+		t.Fatalf("%d warnings for 20 failed reads within a second; want 1:\n%s", n, logged())
+	}
+	clock.Advance(time.Second)
+	read("LATER")
+	if lines := strings.Split(strings.TrimSpace(logged()), "\n"); len(lines) != 2 || !strings.Contains(lines[1], "dropped=19") {
+		t.Fatalf("a second later, the next failed read: %q; want a second warning saying 19 were left out", lines)
 	}
 }

@@ -16,7 +16,7 @@ type CheckoutOptions struct {
 	MaxHeaderBytes int           // an answer's header
 	IdleConn       time.Duration // an idle kept-alive connection is closed after this: below the server's own
 	Timeouts       []PathTimeout // by path prefix, the longest matching first; the last is the default
-	ProbePath      string        // what /readyz asks the checkout API for (HEAD); "/" when empty
+	ProbePath      string        // what /readyz asks the checkout API for (HEAD), at most once a second; "/" when empty
 	ProbeTimeout   time.Duration
 }
 
@@ -38,9 +38,8 @@ type Checkout struct {
 	addr     string
 	tls      bool
 	hc       *fasthttp.HostClient
-	probe    *fasthttp.HostClient
+	probe    *probe
 	timeouts []PathTimeout
-	opts     CheckoutOptions
 }
 
 // callKey is the request's user value under which the transport finds its Call.
@@ -55,7 +54,7 @@ func NewCheckout(addr string, tls bool, o CheckoutOptions) *Checkout {
 		o.Timeouts = []PathTimeout{{ReadIdle: time.Minute}}
 	}
 	dial := dialer(o.DialTimeout)
-	c := &Checkout{addr: addr, tls: tls, timeouts: o.Timeouts, opts: o}
+	c := &Checkout{addr: addr, tls: tls, timeouts: o.Timeouts}
 	c.hc = &fasthttp.HostClient{
 		Addr: addr, IsTLS: tls,
 		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
@@ -76,12 +75,7 @@ func NewCheckout(addr string, tls bool, o CheckoutOptions) *Checkout {
 		SecureErrorLogMessage:     true,
 		Transport:                 streamTransport{},
 	}
-	c.probe = &fasthttp.HostClient{
-		Addr: addr, IsTLS: tls, MaxConns: 1, NoDefaultUserAgentHeader: true,
-		DialTimeout:               dialer(min(o.DialTimeout, o.ProbeTimeout)),
-		MaxIdemponentCallAttempts: 1, MaxResponseBodySize: 64 << 10, MaxIdleConnDuration: o.IdleConn,
-		ReadTimeout: o.ProbeTimeout, WriteTimeout: o.ProbeTimeout,
-	}
+	c.probe = newProbe(addr, tls, o.ProbePath, o.DialTimeout, o.ProbeTimeout)
 	return c
 }
 
@@ -91,7 +85,6 @@ func (c *Checkout) Addr() string { return c.addr }
 // Close closes the idle connections; a call in flight keeps its own until it ends.
 func (c *Checkout) Close() {
 	c.hc.CloseIdleConnections()
-	c.probe.CloseIdleConnections()
 }
 
 // NewCall returns a call bounded by the timeouts of path's longest matching prefix.
@@ -131,22 +124,9 @@ func (c *Checkout) Do(req *fasthttp.Request, resp *fasthttp.Response, call *Call
 	return err
 }
 
-// Probe asks the checkout API for the probe path (HEAD) and returns the status it answered.
-func (c *Checkout) Probe() (int, error) {
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	scheme := "http://"
-	if c.tls {
-		scheme = "https://"
-	}
-	req.SetRequestURI(scheme + c.addr + c.opts.ProbePath)
-	req.Header.SetMethod(fasthttp.MethodHead)
-	if err := c.probe.DoTimeout(req, resp, c.opts.ProbeTimeout); err != nil {
-		return 0, err
-	}
-	return resp.StatusCode(), nil
-}
+// Probe asks the checkout API for the probe path (HEAD) and returns the status it answered:
+// an answer less than a second old is shared (probe).
+func (c *Checkout) Probe() (int, error) { return c.probe.ask() }
 
 // retryCheckout decides whether a failed attempt is sent again (fasthttp's RetryIfErr). Only an
 // attempt on a reused connection that got no byte of its answer may be: the server may have
