@@ -18,7 +18,6 @@ const (
 	CodeHeaderTooLarge = "HEADER_TOO_LARGE"
 	CodeRequestTimeout = "REQUEST_TIMEOUT"
 	CodeClientGone     = "CLIENT_CLOSED_REQUEST"
-	CodeNoWebSocket    = "WEBSOCKET_NOT_SUPPORTED"
 )
 
 var (
