@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"vouchergate/backend/quota"
 	"vouchergate/testkit"
 )
@@ -17,7 +19,11 @@ func TestEveryQuotaWriteWaitsForItsReplica(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a master and a replica")
 	}
-	_, rdb := ownRedis(t)
+	masterSrv, _ := ownRedis(t)
+	// A read deadline well past WAIT's, so a write the replica does not acknowledge is told by
+	// WAIT and not by the client giving up first.
+	rdb := redis.NewClient(&redis.Options{Addr: masterSrv.Addr(), MaxRetries: -1, ReadTimeout: 3 * time.Second})
+	t.Cleanup(func() { rdb.Close() })
 	replicaSrv, replica := ownRedis(t)
 	host, port, _ := strings.Cut(rdb.Options().Addr, ":")
 	if err := replica.Do(t.Context(), "REPLICAOF", host, port).Err(); err != nil {
