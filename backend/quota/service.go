@@ -107,6 +107,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	case errors.Is(err, ErrMayEvict):
 		cfg.Log.Warn("quota: VG_QUOTA_EVICTION=allow: starting on a Redis that may evict quota keys", "err", err)
+	case errors.Is(err, ErrEvictionUnknown): // reported by CheckEviction: a managed Redis is served
 	case err != nil:
 		cfg.Log.Warn("quota: could not read Redis' maxmemory-policy at start; /readyz looks again", "err", err)
 	}
