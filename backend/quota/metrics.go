@@ -73,6 +73,15 @@ func (c *metrics) degradedAnswer(bizID int64) {
 	}
 }
 
+// openLine shows bizID's series of degraded answers at 0 as soon as its business line is set
+// OPEN: a series that appears only with its first answers starts at its first value, whose jump
+// increase() cannot see, so an alert on it would miss a short outage and be late for a long one.
+func (c *metrics) openLine(bizID int64) {
+	if c.degradedBy != nil {
+		c.degradedBy.WithLabelValues(strconv.FormatInt(bizID, 10)).Add(0)
+	}
+}
+
 // Metrics returns the counts so far.
 func (s *Service) Metrics() Metrics {
 	c := &s.metrics
