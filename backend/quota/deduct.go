@@ -260,9 +260,9 @@ func (v *counterView) counter(typ, identity string, u used) Counter {
 	return c
 }
 
-// wouldExceed reports the view's SHADOW rule if c, the counter after a deduct, passed its limit:
-// the deduct took the counter from c.Used minus its amount past the limit, which the rule, were
-// it enforced, would have refused.
+// wouldExceed reports the view's SHADOW rule if c, the counter after a deduct, is past its
+// limit: the rule, were it enforced, would have refused that deduct, whether it crossed the
+// limit or found the counter past it already.
 func (v *counterView) wouldExceed(c Counter) (WouldExceed, bool) {
 	if v.shadowRule == 0 || c.Used <= v.shadowLimit {
 		return WouldExceed{}, false
