@@ -202,17 +202,9 @@ func degradedBy(t *testing.T, reg *prometheus.Registry, biz string) (float64, bo
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := testkit.Metrics{}
 	for _, f := range families {
-		if f.GetName() != "vouchergate_quota_degraded_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "biz_id" && l.GetValue() == biz {
-					return m.GetCounter().GetValue(), true
-				}
-			}
-		}
+		m[f.GetName()] = f
 	}
-	return 0, false
+	return m.Count(t, "vouchergate_quota_degraded_total", "biz_id", biz), m.Has("vouchergate_quota_degraded_total", "biz_id", biz)
 }
