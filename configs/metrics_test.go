@@ -37,7 +37,7 @@ var eventMetrics = []string{
 	"vouchergate_redis_drift",
 	"vouchergate_voucher_total_limit",
 	"vouchergate_api_keys_stale",       // with VG_API_KEYS_FILE
-	"vouchergate_quota_degraded_total", // once a business line set to OPEN meets an unreachable Redis
+	"vouchergate_quota_degraded_total", // once a business line is set to whenUnavailable OPEN
 	"vouchergate_quota_unruled_total",  // once a deduct meets no rule
 }
 

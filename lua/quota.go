@@ -23,19 +23,22 @@ var (
 	quotaCheckSrc string
 	//go:embed quota_partial.lua
 	quotaPartialSrc string
+	//go:embed quota_rollback_key.lua
+	quotaRollbackKeySrc string
 	//go:embed quota_reset.lua
 	quotaResetSrc string
 )
 
 // Purchase quota scripts; see each file's header.
 var (
-	QuotaDeduct   = redis.NewScript(quotaDeductSrc)
-	QuotaGiveBack = redis.NewScript(quotaGiveBackSrc)
-	QuotaRegister = redis.NewScript(quotaRegisterSrc)
-	QuotaSettle   = redis.NewScript(quotaSettleSrc)
-	QuotaClose    = redis.NewScript(quotaCloseSrc)
-	QuotaUsage    = redis.NewScript(quotaUsageSrc)
-	QuotaCheck    = redis.NewScript(quotaCheckSrc) // changes nothing: a deduct's dry run
-	QuotaPartial  = redis.NewScript(quotaPartialSrc)
-	QuotaReset    = redis.NewScript(quotaResetSrc)
+	QuotaDeduct      = redis.NewScript(quotaDeductSrc)
+	QuotaGiveBack    = redis.NewScript(quotaGiveBackSrc)
+	QuotaRegister    = redis.NewScript(quotaRegisterSrc)
+	QuotaSettle      = redis.NewScript(quotaSettleSrc)
+	QuotaClose       = redis.NewScript(quotaCloseSrc)
+	QuotaUsage       = redis.NewScript(quotaUsageSrc)
+	QuotaCheck       = redis.NewScript(quotaCheckSrc) // changes nothing: a deduct's dry run
+	QuotaPartial     = redis.NewScript(quotaPartialSrc)
+	QuotaRollbackKey = redis.NewScript(quotaRollbackKeySrc)
+	QuotaReset       = redis.NewScript(quotaResetSrc)
 )

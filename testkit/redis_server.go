@@ -16,7 +16,8 @@ type RedisOption func(*redisConfig)
 
 type redisConfig struct {
 	persistent bool
-	replicaOf  string // host:port of the master, or ""
+	replicaOf  string   // host:port of the master, or ""
+	extra      []string // more redis-server arguments
 }
 
 // RedisPersistent makes the server append every write to an append-only file and fsync it
@@ -25,6 +26,13 @@ type redisConfig struct {
 // comes back empty.
 func RedisPersistent() RedisOption {
 	return func(c *redisConfig) { c.persistent = true }
+}
+
+// RedisArgs passes more arguments to redis-server, after the harness's own: for example
+// "--rename-command", "CONFIG", "" for a Redis whose CONFIG is disabled, as managed services
+// run it.
+func RedisArgs(args ...string) RedisOption {
+	return func(c *redisConfig) { c.extra = append(c.extra, args...) }
 }
 
 // RedisReplicaOf makes the server a replica of the Redis at master (host:port): StartRedis
@@ -74,6 +82,7 @@ func StartRedis(t testing.TB, opts ...RedisOption) *RedisServer {
 		host, port, _ := strings.Cut(cfg.replicaOf, ":")
 		s.argv = append(s.argv, "--replicaof", host, port)
 	}
+	s.argv = append(s.argv, cfg.extra...)
 	s.proc = newProcess(t, "redis-server "+s.Addr(), nil)
 	s.Start()
 	if cfg.replicaOf != "" {

@@ -24,9 +24,12 @@ import (
 // benchClients is how many requests are in flight at once.
 const benchClients = 64
 
-// benchRules never refuse: "3 a day, 10 a week" with limits too high to reach.
+// benchRules never refuse: "3 a day, 10 a week" of the item and "30 a month of each item"
+// (ITEM:*, a wildcard rule, so each deduct also notes its counter in the identity's index, as a
+// platform's rules do) with limits too high to reach.
 const benchRules = `{"bizId":1,"identityType":"USER","dimension":"ITEM:1001","limit":1000000000000000,"window":{"type":"DAY","timezone":"Asia/Shanghai"}}
-{"bizId":1,"identityType":"USER","dimension":"ITEM:1001","limit":1000000000000000,"window":{"type":"WEEK","timezone":"Asia/Shanghai"}}`
+{"bizId":1,"identityType":"USER","dimension":"ITEM:1001","limit":1000000000000000,"window":{"type":"WEEK","timezone":"Asia/Shanghai"}}
+{"bizId":1,"identityType":"USER","dimension":"ITEM:*","limit":1000000000000000,"window":{"type":"MONTH","timezone":"Asia/Shanghai"}}`
 
 // benchStack serves the API over a Redis of its own, so that its INFO counts only this
 // benchmark's work and the shared one is left alone. It returns the backend, its API's handler

@@ -45,8 +45,9 @@ func secondsToMidnight(now time.Time) int32 { return int32(86400 - now.Unix()%86
 
 // The seed's clients call POST /quotas/ops with their QuotaOpCmd unchanged: opType 1 deducts as
 // /quotas/deduct does (same rules, answers, idemKeys: the same request through either route is
-// one), opType 2 with opItems gives back part (once per body), without them the rest; a
-// refusal is the deduct's 409. On a single Redis and on a cluster.
+// one), opType 2 with opItems gives back part (once per body: the same body again says it is
+// a replay), without them the rest; a refusal is the deduct's 409. On a single Redis and on a
+// cluster.
 func TestSeedQuotaOpCmd(t *testing.T) {
 	t.Run("single", func(t *testing.T) { seedQuotaOpCmd(t, nil) })
 	t.Run("cluster", func(t *testing.T) {
@@ -100,15 +101,18 @@ func seedQuotaOpCmd(t *testing.T, cfg *config.Backend) {
 		t.Fatalf("over the limit: %d %s; want the deduct's 409", a.status, a.body)
 	}
 
-	// refund 1 of the 2 games: opType 2 with the item and its opNum, sent twice
+	// refund 1 of the 2 games: opType 2 with the item and its opNum, sent twice. Without a
+	// rollbackKey the items name the refund, so the second is the first again (a retry, or a
+	// second refund of the same item the client meant: it gives back nothing), and says so
 	refund := javaQuotaOpCmd{BizID: 1, OpType: 2, IdemKey: "order-77", OpItems: []javaQuotaOpItem{
 		{UserInfoType: 1, UserInfoID: "12345", Dimensions: []string{"T_GAME"}, ExpireTime: ttl, OpNum: 1}}}
 	for i := range 2 {
 		a := do(t, b, "POST", "/quotas/ops", refund.body(t))
 		var rb wire.QuotaRollbackResponse
 		a.decode(t, &rb)
-		if a.status != 200 || len(rb.Returned) != 1 || rb.Returned[0].Dimension != "T:GAME" || rb.Returned[0].Amount != 1 {
-			t.Fatalf("partial rollback, send %d: %d %s", i, a.status, a.body)
+		if a.status != 200 || len(rb.Returned) != 1 || rb.Returned[0].Dimension != "T:GAME" || rb.Returned[0].Amount != 1 ||
+			rb.Replayed != (i == 1) || !strings.HasPrefix(rb.RollbackKey, "items-") {
+			t.Fatalf("partial rollback, send %d: %d %s; want T:GAME's 1 under a rollbackKey named by the items, replayed the second time", i, a.status, a.body)
 		}
 	}
 	usage := func(typ, id, dim string) int64 {
@@ -122,6 +126,11 @@ func seedQuotaOpCmd(t *testing.T, cfg *config.Backend) {
 	if got := usage("USER", "12345", "T:GAME"); got != 1 {
 		t.Fatalf("T:GAME at %d after refunding 1 of 2 (twice the same body); want 1", got)
 	}
+	// a second refund of the same item takes a rollbackKey of its own
+	second := strings.Replace(refund.body(t), `"opItems"`, `"rollbackKey":"refund-2","opItems"`, 1)
+	if a := do(t, b, "POST", "/quotas/ops", second); a.status != 200 || !strings.Contains(string(a.body), `"amount":1`) || strings.Contains(string(a.body), "replayed") {
+		t.Fatalf("a second refund of the same item with its own rollbackKey: %d %s; want 1 more given back", a.status, a.body)
+	}
 	// the rest, as Jackson writes a rollback without items
 	whole := javaQuotaOpCmd{BizID: 1, OpType: 2, IdemKey: "order-77"}
 	if !strings.Contains(whole.body(t), `"opItems":null`) {
@@ -130,8 +139,8 @@ func seedQuotaOpCmd(t *testing.T, cfg *config.Backend) {
 	a := do(t, b, "POST", "/quotas/ops", whole.body(t))
 	var rb wire.QuotaRollbackResponse
 	a.decode(t, &rb)
-	if a.status != 200 || len(rb.Returned) != 2 {
-		t.Fatalf("whole rollback after the partial: %d %s; want T:GAME's 1 and P:ITEM_1001's 1", a.status, a.body)
+	if a.status != 200 || len(rb.Returned) != 1 || rb.Returned[0].Dimension != "P:ITEM_1001" {
+		t.Fatalf("whole rollback after the partials: %d %s; want P:ITEM_1001's 1 (T:GAME's 2 given back)", a.status, a.body)
 	}
 	if u, p := usage("USER", "12345", "T:GAME"), usage("PHONE", "13800138000", "P:ITEM_1001"); u != 0 || p != 0 {
 		t.Fatalf("after the whole rollback: %d, %d", u, p)

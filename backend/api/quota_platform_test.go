@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -68,13 +69,17 @@ func TestQuotaAdminRoutes(t *testing.T) {
 		!res.WouldExceed[0].Counter.Shadow {
 		t.Fatalf("past the shadow rule: %d %s; want 200 listing it in wouldExceed", a.status, a.body)
 	}
-	if a := deduct(b, "v-3", "vip", 1); a.status != 200 {
+	if a := do(t, b, "POST", "/quotas/deduct", `{"bizId":1,"idemKey":"v-3","items":[{"identityType":"USER","identity":"vip","dimensions":["ITEM:1002"]}]}`); a.status != 200 {
 		t.Fatalf("a deduct of another item: %d %s", a.status, a.body)
 	}
 	var u wire.QuotaUsageResponse
 	do(t, b, "GET", "/quotas/usage?bizId=1&identityType=USER&identity=vip", "").decode(t, &u)
-	if len(u.Counters) != 2 {
-		t.Fatalf("usage without a dimension: %+v; want ITEM:1001 and the shadow *", u)
+	used := map[string]int64{}
+	for _, c := range u.Counters {
+		used[c.Dimension] = c.Used
+	}
+	if want := map[string]int64{"ITEM:1001": 6, "ITEM:1002": 1, "*": 7}; fmt.Sprint(used) != fmt.Sprint(want) {
+		t.Fatalf("usage without a dimension: %+v; want the wildcard's ITEM:1001 and ITEM:1002, and the shadow * (%v)", u, want)
 	}
 	var listed wire.QuotaOverrides
 	if a := do(t, b, "GET", "/admin/quota-overrides?bizId=1&identity=vip", ""); a.status != 200 {
@@ -87,8 +92,8 @@ func TestQuotaAdminRoutes(t *testing.T) {
 	a = do(t, b, "POST", "/admin/quota-counters/reset", `{"bizId":1,"identityType":"USER","identity":"vip"}`)
 	var reset wire.QuotaReset
 	a.decode(t, &reset)
-	if a.status != 200 || reset.Outcome != "DONE" || len(reset.Cleared) != 2 {
-		t.Fatalf("reset: %d %s; want ITEM:1001's 7 and *'s 7 cleared", a.status, a.body)
+	if a.status != 200 || reset.Outcome != "DONE" || len(reset.Cleared) != 3 {
+		t.Fatalf("reset: %d %s; want ITEM:1001's 6, ITEM:1002's 1 and *'s 7 cleared", a.status, a.body)
 	}
 	do(t, b, "GET", "/quotas/usage?bizId=1&identityType=USER&identity=vip&dimension=ITEM:1001", "").decode(t, &u)
 	if len(u.Counters) != 2 || u.Counters[0].Used != 0 || u.Counters[1].Used != 0 {
@@ -96,7 +101,7 @@ func TestQuotaAdminRoutes(t *testing.T) {
 	}
 	var resets wire.QuotaResets
 	do(t, b, "GET", "/admin/quota-counters/resets?bizId=1&identityType=USER&identity=vip", "").decode(t, &resets)
-	if len(resets.Resets) != 1 || resets.Resets[0].ID != reset.ID || len(resets.Resets[0].Cleared) != 2 {
+	if len(resets.Resets) != 1 || resets.Resets[0].ID != reset.ID || len(resets.Resets[0].Cleared) != 3 {
 		t.Fatalf("resets: %+v", resets)
 	}
 

@@ -153,7 +153,8 @@ func (s *Server) rollbackItems(ctx *fasthttp.RequestCtx, sh *wire.Shopper, bizID
 		s.respondOutcome(ctx, err)
 		return
 	}
-	out := wire.QuotaRollbackResponse{IdemKey: res.IdemKey, RollbackKey: rollbackKey, Returned: make([]wire.QuotaReturned, len(res.Returned))}
+	out := wire.QuotaRollbackResponse{IdemKey: res.IdemKey, RollbackKey: rollbackKey, Returned: make([]wire.QuotaReturned, len(res.Returned)),
+		Replayed: res.Replayed}
 	for i, r := range res.Returned {
 		out.Returned[i] = wire.QuotaReturned{IdentityType: r.IdentityType, Identity: r.Identity,
 			Dimension: r.Dimension, Window: windowWire(r.Window), Amount: r.Amount}

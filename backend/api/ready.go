@@ -12,7 +12,11 @@ import (
 type Probe struct {
 	Name     string
 	Required bool
-	Check    func(ctx context.Context) error
+	// ReportOnly, if set, tells the errors of a required probe that are reported only, as a
+	// probe not required is: an outcome the probe cannot decide on (a policy Redis will not
+	// tell) rather than a failure.
+	ReportOnly func(error) bool
+	Check      func(ctx context.Context) error
 }
 
 // readiness is /readyz's answer.
@@ -40,7 +44,7 @@ func (s *Server) ready(ctx *fasthttp.RequestCtx) {
 		switch {
 		case err == nil:
 			r.Checks[p.Name] = "ok"
-		case p.Required:
+		case p.Required && (p.ReportOnly == nil || !p.ReportOnly(err)):
 			r.Status = "not_ready"
 			r.Checks[p.Name] = err.Error()
 		default:

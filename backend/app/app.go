@@ -129,7 +129,8 @@ func New(ctx context.Context, cfg config.Backend, opts ...Option) (*App, error) 
 		return nil, fmt.Errorf("start backend: %w", err)
 	}
 	// reported at start by quota.New, then on every /readyz; required unless allowed
-	probes = append(probes, api.Probe{Name: "redis_eviction", Required: !cfg.AllowQuotaEviction(), Check: a.Quotas.CheckEviction})
+	probes = append(probes, api.Probe{Name: "redis_eviction", Required: !cfg.AllowQuotaEviction(), Check: a.Quotas.CheckEviction,
+		ReportOnly: func(err error) bool { return errors.Is(err, quota.ErrEvictionUnknown) }}) // CONFIG disabled: managed Redis
 	quotaOps, err := cfg.QuotaOpMapping()
 	if err != nil {
 		return nil, err

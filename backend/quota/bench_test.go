@@ -22,12 +22,15 @@ import (
 // checkouts would: enough to keep Redis busy on this 2-core machine.
 const benchClients = 64
 
-// benchEnv is a service whose rules never refuse: "3 a day, 10 a week" with limits too high
-// to reach, so every deduct runs the whole script and takes.
+// benchEnv is a service whose rules never refuse: "3 a day, 10 a week" of the item and "30 a
+// month of each item" (ITEM:*, a wildcard rule, so each deduct also notes its counter in the
+// identity's index, as a platform's rules do) with limits too high to reach, so every deduct
+// runs the whole script and takes.
 func benchEnv(b *testing.B, rdb redis.UniversalClient) *env {
 	e := newEnv(b, time.Date(2025, 3, 5, 10, 0, 0, 0, time.UTC), rdb)
 	e.rule(b, 1, "USER", "ITEM:1001", 1e15, calendar(b, quota.Day, "Asia/Shanghai"))
 	e.rule(b, 1, "USER", "ITEM:1001", 1e15, calendar(b, quota.Week, "Asia/Shanghai"))
+	e.rule(b, 1, "USER", "ITEM:*", 1e15, calendar(b, quota.Month, "Asia/Shanghai"))
 	return e
 }
 

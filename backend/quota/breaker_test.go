@@ -64,3 +64,35 @@ func TestUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// On a cluster whose slot map cannot name a key's node (all nodes unreachable, CLUSTERDOWN), a
+// failure opens the breaker for the unnamed node ""; the next answer, which names its node,
+// closes that entry too, so the healthy path stops looking up nodes.
+func TestBreakerClosesAnUnnamedNodeOnAnAnswer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	cluster := testkit.StartRedisCluster(t)
+	live := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
+	t.Cleanup(func() { live.Close() })
+	dead := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { dead.Close() })
+	clock := testkit.NewManualClock(time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC))
+	sc := scripts{rdb: dead, cluster: true, breaker: newBreaker(time.Second, clock)}
+	const key = "{1:USER:u}:x"
+	if node := sc.nodeOf(t.Context(), key); node != "" {
+		t.Fatalf("a cluster client reaching no node names %q for the key; want \"\"", node)
+	}
+	sc.observe(t.Context(), key, io.EOF)
+	if !sc.breaker.anyOpen() {
+		t.Fatal("a failure on an unnamed node must open the breaker")
+	}
+	sc.rdb = live
+	if node := sc.nodeOf(t.Context(), key); node == "" {
+		t.Fatal("the live cluster does not name the key's node")
+	}
+	sc.observe(t.Context(), key, nil)
+	if sc.breaker.anyOpen() {
+		t.Fatal("an answer on the cluster left the unnamed node's entry open: every call keeps looking up its node")
+	}
+}

@@ -73,7 +73,7 @@ func (c Caller) Deduct(ctx context.Context, bizID int64, idemKey string, items [
 		s.metrics.taken.Add(1)
 	case errors.Is(err, ErrUnavailable):
 		if d, ok := s.degraded(bizID, idemKey, err); ok {
-			s.cfg.Log.Warn("quota: Redis unreachable; the business line degrades OPEN: answered without counting",
+			s.warnSampled("degraded:"+strconv.FormatInt(bizID, 10), "quota: Redis unreachable; the business line degrades OPEN: answered without counting",
 				"bizId", bizID, "idemKey", idemKey, "err", err)
 			return d, nil
 		}
@@ -128,7 +128,7 @@ func (s *Service) deductSteps(ctx context.Context, bizID int64, idemKey string, 
 	results[0] = r
 	for i := 0; ; i++ {
 		if err := s.refused(idemKey, steps, results, i); err != nil {
-			return DeductResult{}, s.abandon(ctx, reqKey, gen, steps[:i], results[:i], &results[i], idemKey, attempt, err)
+			return DeductResult{}, s.abandon(ctx, bizID, reqKey, gen, steps[:i], results[:i], &results[i], idemKey, attempt, err)
 		}
 		if i+1 == len(steps) {
 			break
@@ -148,7 +148,7 @@ func (s *Service) deductSteps(ctx context.Context, bizID int64, idemKey string, 
 		if end.settle == settleRolledBack {
 			cause = ErrRolledBack
 		}
-		return DeductResult{}, s.abandon(ctx, reqKey, gen, steps, results, end, idemKey, attempt, cause)
+		return DeductResult{}, s.abandon(ctx, bizID, reqKey, gen, steps, results, end, idemKey, attempt, cause)
 	}
 	return s.answer(idemKey, steps, results, true)
 }
@@ -186,7 +186,7 @@ func refusal(idemKey string, steps []step, results []stepResult, i int) error {
 // result that ended the attempt; unless its call settled the request, abandon first bumps the
 // request's generation, so no attempt completes on a step given back. It runs even when ctx
 // has ended, bounded by UndoTimeout.
-func (s *Service) abandon(ctx context.Context, reqKey string, gen int64, steps []step, results []stepResult,
+func (s *Service) abandon(ctx context.Context, bizID int64, reqKey string, gen int64, steps []step, results []stepResult,
 	end *stepResult, idemKey, attempt string, cause error) error {
 	if !slices.ContainsFunc(results, func(r stepResult) bool { return held(r.status) }) {
 		return cause
@@ -211,8 +211,8 @@ func (s *Service) abandon(ctx context.Context, reqKey string, gen int64, steps [
 		if err := s.scripts.undo(ctx, &steps[i], &results[i], idemKey, attempt); err != nil {
 			kept++
 			s.metrics.undoFailed.Add(1)
-			s.cfg.Log.Warn("quota: give back a deduct step; it stays until retried or rolled back",
-				"idemKey", idemKey, "identityType", steps[i].identityType, "err", err)
+			s.warnSampled("undo failed:"+strconv.FormatInt(bizID, 10), "quota: give back a deduct step; it stays until retried or rolled back",
+				"bizId", bizID, "idemKey", idemKey, "identityType", steps[i].identityType, "err", err)
 		}
 	}
 	if kept > 0 {
@@ -260,9 +260,9 @@ func (v *counterView) counter(typ, identity string, u used) Counter {
 	return c
 }
 
-// wouldExceed reports the view's SHADOW rule if c, the counter after a deduct, passed its limit:
-// the deduct took the counter from c.Used minus its amount past the limit, which the rule, were
-// it enforced, would have refused.
+// wouldExceed reports the view's SHADOW rule if c, the counter after a deduct, is past its
+// limit: the rule, were it enforced, would have refused that deduct, whether it crossed the
+// limit or found the counter past it already.
 func (v *counterView) wouldExceed(c Counter) (WouldExceed, bool) {
 	if v.shadowRule == 0 || c.Used <= v.shadowLimit {
 		return WouldExceed{}, false

@@ -69,10 +69,21 @@ func (b *breaker) failed(node string) {
 	b.nodes[node] = b.clock.Now().Add(b.backoff)
 }
 
-// answered notes that node answered.
+// answered notes that node answered. On a cluster it also closes the entry of a node the slot
+// map could not name (""): an answer shows the cluster serving again, and no call is ever
+// observed on "" itself, so that entry would stay open, and every call pay for looking up its
+// node, until the process restarts.
 func (b *breaker) answered(node string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.close(node)
+	if node != "" {
+		b.close("")
+	}
+}
+
+// close forgets node; b.mu is held.
+func (b *breaker) close(node string) {
 	if _, ok := b.nodes[node]; ok {
 		delete(b.nodes, node)
 		b.open.Add(-1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -16,13 +17,20 @@ import (
 // limit), an evicted idemKey record a retry counted twice. Only noeviction keeps them.
 var ErrMayEvict = errors.New("redis maxmemory-policy can evict quota keys")
 
+// ErrEvictionUnknown: a Redis master answered, but not with its maxmemory-policy (CONFIG renamed
+// or disabled, as managed Redis services run it). The policy is then the operator's to check
+// with the provider: it is reported, and the backend serves.
+var ErrEvictionUnknown = errors.New("redis maxmemory-policy cannot be read")
+
 // EvictionPolicies reads maxmemory-policy from the single Redis, or from every master of a
-// cluster, by address.
+// cluster, by address: "" for a master that answered CONFIG GET with an error (CONFIG renamed
+// or disabled) or without the policy. The error is a master that could not be asked.
 func EvictionPolicies(ctx context.Context, rdb redis.UniversalClient) (map[string]string, error) {
 	out := map[string]string{}
 	read := func(ctx context.Context, c *redis.Client) error {
 		v, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
-		if err != nil {
+		var answer redis.Error
+		if err != nil && !errors.As(err, &answer) {
 			return fmt.Errorf("read maxmemory-policy of %s: %w", c.Options().Addr, err)
 		}
 		out[c.Options().Addr] = v["maxmemory-policy"]
@@ -46,27 +54,42 @@ func EvictionPolicies(ctx context.Context, rdb redis.UniversalClient) (map[strin
 }
 
 // CheckEviction returns an ErrMayEvict naming each master whose maxmemory-policy is not
-// noeviction and what to do, nil when none is, or the error that kept it from looking. It
-// records what it saw for vouchergate_quota_redis_may_evict.
+// noeviction and what to do; else an ErrEvictionUnknown naming each master that would not say;
+// nil when every master has noeviction; or the error that kept it from looking. It records
+// what it saw for vouchergate_quota_redis_may_evict and vouchergate_quota_redis_eviction_unknown,
+// and logs a change into either state.
 func (s *Service) CheckEviction(ctx context.Context) error {
 	policies, err := EvictionPolicies(ctx, s.cfg.Redis)
 	if err != nil {
 		return err
 	}
-	var bad []string
+	var bad, unread []string
 	for addr, p := range policies {
-		if p != "noeviction" {
+		switch p {
+		case "noeviction":
+		case "":
+			unread = append(unread, addr)
+		default:
 			bad = append(bad, addr+" has "+p)
 		}
 	}
-	was := s.metrics.mayEvict.Swap(len(bad) > 0)
-	if len(bad) == 0 {
-		return nil
-	}
-	err = fmt.Errorf("%w: %s; run Redis with maxmemory-policy noeviction (quota keys expire with their windows by themselves), "+
-		"or set VG_QUOTA_EVICTION=allow to accept that eviction resets windows and forgets idemKeys", ErrMayEvict, strings.Join(bad, ", "))
-	if !was {
-		s.cfg.Log.Warn("quota: Redis may evict quota keys", "err", err)
+	slices.Sort(bad)
+	slices.Sort(unread)
+	wasBad := s.metrics.mayEvict.Swap(len(bad) > 0)
+	wasUnread := s.metrics.evictionUnknown.Swap(len(bad) == 0 && len(unread) > 0)
+	switch {
+	case len(bad) > 0:
+		err = fmt.Errorf("%w: %s; run Redis with maxmemory-policy noeviction (quota keys expire with their windows by themselves), "+
+			"or set VG_QUOTA_EVICTION=allow to accept that eviction resets windows and forgets idemKeys", ErrMayEvict, strings.Join(bad, ", "))
+		if !wasBad {
+			s.cfg.Log.Warn("quota: Redis may evict quota keys", "err", err)
+		}
+	case len(unread) > 0:
+		err = fmt.Errorf("%w: %s refused CONFIG GET (CONFIG renamed or disabled, as on managed Redis); make sure with the provider "+
+			"that its maxmemory-policy is noeviction: eviction resets windows and forgets idemKeys", ErrEvictionUnknown, strings.Join(unread, ", "))
+		if !wasUnread {
+			s.cfg.Log.Warn("quota: cannot read Redis' maxmemory-policy; serving, eviction unchecked", "err", err)
+		}
 	}
 	return err
 }

@@ -76,3 +76,34 @@ func evictionPolicyReported(t *testing.T, rdb redis.UniversalClient, change []*r
 		t.Fatalf("noeviction again: %v, metric %v", err, svc.Metrics().MayEvict)
 	}
 }
+
+// A Redis whose CONFIG is disabled (rename-command CONFIG "", as managed Redis services run it)
+// cannot tell its policy: the service starts without VG_QUOTA_EVICTION=allow, and reports it
+// (ErrEvictionUnknown naming the node, the metric, one warning) rather than refusing.
+func TestEvictionPolicyUnreadableIsReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts its own Redis")
+	}
+	srv := testkit.StartRedis(t, testkit.RedisArgs("--rename-command", "CONFIG", ""))
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	log, logged := testkit.CaptureLog()
+	e := newEnv(t, time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC), rdb)
+	cfg := e.cfg
+	cfg.Log = log
+	svc := e.start(t, cfg) // VG_QUOTA_EVICTION unset: it must start
+	err := svc.CheckEviction(t.Context())
+	if !errors.Is(err, quota.ErrEvictionUnknown) || errors.Is(err, quota.ErrMayEvict) || !strings.Contains(err.Error(), srv.Addr()) ||
+		!strings.Contains(err.Error(), "CONFIG") || !strings.Contains(err.Error(), "noeviction") {
+		t.Fatalf("CONFIG disabled: %v; want ErrEvictionUnknown naming the node, CONFIG and noeviction", err)
+	}
+	if m := svc.Metrics(); !m.EvictionUnknown || m.MayEvict {
+		t.Fatalf("metrics %+v; want the policy unknown, not evicting", m)
+	}
+	if n := strings.Count(logged(), "cannot read Redis' maxmemory-policy"); n != 1 {
+		t.Fatalf("%d warnings after a start and a look; want one, at the change:\n%s", n, logged())
+	}
+	if _, err := svc.Deduct(t.Context(), 1, "k", []quota.Item{item("USER", "u", 1, "ITEM:1")}); err != nil {
+		t.Fatalf("a deduct on the Redis without CONFIG: %v", err)
+	}
+}

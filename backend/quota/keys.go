@@ -14,6 +14,7 @@ import "strconv"
 //	<prefix>quota:{1:USER:12345}:x                                       index of its wildcard rules' counters
 //	<prefix>quota:{1:USER:12345}:r                                       when each counter was last reset
 //	<prefix>quota:req:{1:order-77}                                       the identities an idemKey touched
+//	<prefix>quota:req:{1:order-77}:p                                     its partial rollbacks' rollbackKeys
 
 func identityBase(prefix string, bizID int64, typ, identity string) string {
 	b := make([]byte, 0, len(prefix)+len("quota:{::}:")+20+len(typ)+len(identity))
@@ -46,6 +47,9 @@ func requestKey(prefix string, bizID int64, idemKey string) string {
 	b = append(b, '}')
 	return string(b)
 }
+
+// rollbackKeysKey names the hash of a request's rollbackKeys (quota_rollback_key.lua).
+func rollbackKeysKey(reqKey string) string { return reqKey + ":p" }
 
 // appendCounterKeys appends the one key of a 'C' counter or the two of an 'R' counter.
 func appendCounterKeys(keys []string, base string, kind byte, seg, dim string) []string {

@@ -28,6 +28,9 @@ type Metrics struct {
 	WouldExceed uint64 // SHADOW rules' would-be refusals of deducts that passed, all rules summed
 	Resets      uint64 // counter resets that reached Redis
 	MayEvict    bool   // at the last look, a Redis master's maxmemory-policy could evict quota keys
+	// EvictionUnknown: at the last look, a Redis master would not tell its maxmemory-policy
+	// (CONFIG disabled) and none was known to evict
+	EvictionUnknown bool
 }
 
 type metrics struct {
@@ -35,7 +38,7 @@ type metrics struct {
 	rollbacks, givenBack, unavailable, undoFailed          atomic.Uint64
 	ruleLoads, ruleErrors, rules                           atomic.Uint64
 	degraded, shadowed, resets                             atomic.Uint64
-	mayEvict                                               atomic.Bool
+	mayEvict, evictionUnknown                              atomic.Bool
 
 	// by business line and by rule; created by newMetrics
 	degradedBy, shadowedBy *prometheus.CounterVec
@@ -70,6 +73,15 @@ func (c *metrics) degradedAnswer(bizID int64) {
 	}
 }
 
+// openLine shows bizID's series of degraded answers at 0 as soon as its business line is set
+// OPEN: a series that appears only with its first answers starts at its first value, whose jump
+// increase() cannot see, so an alert on it would miss a short outage and be late for a long one.
+func (c *metrics) openLine(bizID int64) {
+	if c.degradedBy != nil {
+		c.degradedBy.WithLabelValues(strconv.FormatInt(bizID, 10)).Add(0)
+	}
+}
+
 // Metrics returns the counts so far.
 func (s *Service) Metrics() Metrics {
 	c := &s.metrics
@@ -79,7 +91,7 @@ func (s *Service) Metrics() Metrics {
 		Rollbacks: c.rollbacks.Load(), GivenBack: c.givenBack.Load(), Unavailable: c.unavailable.Load(),
 		UndoFailed: c.undoFailed.Load(), RuleLoads: c.ruleLoads.Load(), RuleErrors: c.ruleErrors.Load(),
 		Rules: c.rules.Load(), Degraded: c.degraded.Load(), WouldExceed: c.shadowed.Load(), Resets: c.resets.Load(),
-		MayEvict: c.mayEvict.Load(),
+		MayEvict: c.mayEvict.Load(), EvictionUnknown: c.evictionUnknown.Load(),
 	}
 }
 
@@ -89,6 +101,14 @@ func (c *metrics) collectors() []prometheus.Collector {
 	counter := func(name, help string, v *atomic.Uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
 			func() float64 { return float64(v.Load()) })
+	}
+	flag := func(name, help string, v *atomic.Bool) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
+			if v.Load() {
+				return 1
+			}
+			return 0
+		})
 	}
 	return []prometheus.Collector{
 		counter("vouchergate_quota_deducts_total", "Quota deduct calls that passed validation.", &c.deducts),
@@ -106,14 +126,12 @@ func (c *metrics) collectors() []prometheus.Collector {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vouchergate_quota_rules", Help: "Quota rules held now."},
 			func() float64 { return float64(c.rules.Load()) }),
 		counter("vouchergate_quota_resets_total", "Resets of an identity's quota counters that reached Redis.", &c.resets),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vouchergate_quota_redis_may_evict",
-			Help: "1 when, at the last look (start, /readyz, every VG_QUOTA_REFRESH_EVERY), a Redis master's maxmemory-policy could evict quota keys; 0 with noeviction."},
-			func() float64 {
-				if c.mayEvict.Load() {
-					return 1
-				}
-				return 0
-			}),
+		flag("vouchergate_quota_redis_may_evict",
+			"1 when, at the last look (start, /readyz, every VG_QUOTA_REFRESH_EVERY), a Redis master's maxmemory-policy could evict quota keys; 0 with noeviction.",
+			&c.mayEvict),
+		flag("vouchergate_quota_redis_eviction_unknown",
+			"1 when, at the last look, a Redis master would not tell its maxmemory-policy (CONFIG renamed or disabled, as on managed Redis) and none was known to evict: check the policy with the provider.",
+			&c.evictionUnknown),
 		c.degradedBy, c.shadowedBy, c.unruledBy.vec,
 	}
 }

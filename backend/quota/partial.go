@@ -21,10 +21,11 @@ import (
 // record keeps counters, not items: an item that only "*" counts is held to what is left on
 // "*".) A refund of 1 of 3 units is the deduct's item with Amount 1.
 //
-// rollbackKey names this partial rollback: it acts once, and the same rollbackKey again answers
-// what it gave back the first time, changing nothing; with other items it is
-// ErrRollbackKeyReused. The idemKey is not marked rolled back: a whole Rollback later gives back
-// the rest. Identities are visited one by one, each step atomic and idempotent by rollbackKey,
+// rollbackKey names this partial rollback: it acts once per idemKey, whatever identities the
+// items name, and the same rollbackKey with the same items again answers what it gave back the
+// first time, changing nothing (Replayed set); with other items (another identity, a part of
+// them, another amount) it is ErrRollbackKeyReused. The idemKey is not marked rolled back: a
+// whole Rollback later gives back the rest. Identities are visited one by one, each step atomic and idempotent by rollbackKey,
 // so partial rollbacks racing each other (on any backend) give back exactly their sum, capped
 // at what was taken. An identity the idemKey took nothing from gives back nothing and keeps that
 // as the rollbackKey's answer.
@@ -61,15 +62,25 @@ func (s *Service) rollbackItems(ctx context.Context, bizID int64, idemKey, rollb
 		}
 		return strings.Compare(a.Identity, b.Identity)
 	})
-	out := RollbackResult{IdemKey: idemKey, Returned: []Returned{}}
+	bound, err := s.scripts.bindRollbackKey(ctx, requestKey(s.cfg.KeyPrefix, bizID, idemKey), rollbackKey, itemsFingerprint(items))
+	switch {
+	case err != nil:
+		return RollbackResult{}, unavailable("roll back part of "+idemKey, err)
+	case bound == rollbackKeyTaken:
+		return RollbackResult{}, ErrRollbackKeyReused
+	}
+	out := RollbackResult{IdemKey: idemKey, Returned: []Returned{}, Replayed: bound == rollbackKeyBoundBefore}
 	for i := 0; i < len(sorted); {
 		j := i + 1
 		for j < len(sorted) && sorted[j].IdentityType == sorted[i].IdentityType && sorted[j].Identity == sorted[i].Identity {
 			j++
 		}
 		typ, identity := sorted[i].IdentityType, sorted[i].Identity
-		got, err := s.partialIdentity(ctx, identityBase(s.cfg.KeyPrefix, bizID, typ, identity), idemKey, rollbackKey,
+		got, gaveNow, err := s.partialIdentity(ctx, identityBase(s.cfg.KeyPrefix, bizID, typ, identity), idemKey, rollbackKey,
 			fingerprint(sorted[i:j], typ, identity), sorted[i:j])
+		if gaveNow {
+			out.Replayed = false // a retry finishing what an interrupted first call began
+		}
 		if err != nil {
 			if errors.Is(err, ErrRollbackKeyReused) {
 				return RollbackResult{}, err
@@ -87,30 +98,32 @@ func (s *Service) rollbackItems(ctx context.Context, bizID int64, idemKey, rollb
 }
 
 // partialIdentity gives back one identity's part (quota_partial.lua), reading its record again
-// while a deduct of the idemKey changes it.
-func (s *Service) partialIdentity(ctx context.Context, base, idemKey, rollbackKey, fp string, items []Item) ([]Returned, error) {
+// while a deduct of the idemKey changes it. now tells whether this call gave back (not an
+// earlier call of the rollbackKey).
+func (s *Service) partialIdentity(ctx context.Context, base, idemKey, rollbackKey, fp string, items []Item) (_ []Returned, now bool, _ error) {
 	for range rollbackReads {
 		// as read, whatever the state: the script decides by the record as it is then, and
 		// answers a rollbackKey's earlier answer about the counters it names
 		_, attempt, rs, err := s.scripts.record(ctx, base, idemKey)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		status, given, err := s.scripts.partial(ctx, base, idemKey, attempt, rollbackKey, fp, rs, items)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		switch status {
 		case partialNone:
-			return nil, nil
+			return nil, false, nil
 		case partialReused:
-			return nil, ErrRollbackKeyReused
+			return nil, false, ErrRollbackKeyReused
 		case partialDone, partialReplayed:
-			return returned(rs, given)
+			got, err := returned(rs, given)
+			return got, status == partialDone, err
 		}
 		// partialReread: a deduct of this idemKey took since we read the record
 	}
-	return nil, fmt.Errorf("record of %s keeps changing", idemKey)
+	return nil, false, fmt.Errorf("record of %s keeps changing", idemKey)
 }
 
 // returned lists what given gave back to the counters of rs.
@@ -132,7 +145,10 @@ func returned(rs []recorded, given []int64) ([]Returned, error) {
 // PartialKey names a partial rollback by its items, whatever their order: for callers whose
 // requests carry no rollbackKey of their own (POST /quotas/ops), so that the same request sent
 // again gives back once.
-func PartialKey(items []Item) string {
+func PartialKey(items []Item) string { return "items-" + itemsFingerprint(items) }
+
+// itemsFingerprint names items (identities, dimensions and amounts), whatever their order.
+func itemsFingerprint(items []Item) string {
 	var sum uint64
 	for i := range items {
 		it := &items[i]
@@ -143,7 +159,24 @@ func PartialKey(items []Item) string {
 		h := fnv1a(fnv1a(fnvOffset, it.IdentityType), "\x00"+it.Identity)
 		sum += fnvMix(fnvMix(h, dims), uint64(it.Amount))
 	}
-	return "items-" + strconv.FormatUint(sum, 36)
+	return strconv.FormatUint(sum, 36)
+}
+
+// Outcomes of quota_rollback_key.lua.
+const (
+	rollbackKeyBound       = 1
+	rollbackKeyBoundBefore = 2 // to the same items
+	rollbackKeyTaken       = 0 // by other items
+)
+
+// bindRollbackKey binds rollbackKey to the fingerprint of all its items on the request reqKey
+// (quota_rollback_key.lua), so that it acts once per idemKey across identities.
+func (sc *scripts) bindRollbackKey(ctx context.Context, reqKey, rollbackKey, fp string) (int64, error) {
+	out, err := sc.run(ctx, lua.QuotaRollbackKey, []string{rollbackKeysKey(reqKey)}, rollbackKey, fp, sc.idemTTL).Int64()
+	if err == nil && out != rollbackKeyBound && out != rollbackKeyBoundBefore && out != rollbackKeyTaken {
+		err = fmt.Errorf("quota_rollback_key.lua answered %d", out)
+	}
+	return out, err
 }
 
 // Outcomes of quota_partial.lua.

@@ -236,3 +236,101 @@ func TestPartialRollbackInTheCallersScope(t *testing.T) {
 		}
 	}
 }
+
+// A rollbackKey acts once per idemKey, whatever identities its items name: reused for another
+// identity of the same deduct, or for a part of its first items, it is ErrRollbackKeyReused and
+// gives back nothing; sent again with its very items it answers its first answer, saying it is
+// a replay.
+func TestRollbackKeyActsOncePerIdemKey(t *testing.T) {
+	servers(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC), rdb)
+		day := calendar(t, quota.Day, "UTC")
+		for _, typ := range []string{"USER", "DEVICE"} {
+			e.rule(t, 1, typ, "ITEM:1", 10, day)
+		}
+		ctx := t.Context()
+		if _, err := e.deduct(1, "order", item("USER", "u", 3, "ITEM:1"), item("DEVICE", "d", 3, "ITEM:1")); err != nil {
+			t.Fatal(err)
+		}
+		user, device := item("USER", "u", 1, "ITEM:1"), item("DEVICE", "d", 1, "ITEM:1")
+		first, err := e.svc.RollbackItems(ctx, 1, "order", "refund", []quota.Item{user})
+		if err != nil || len(first.Returned) != 1 || first.Replayed {
+			t.Fatalf("refund of the user's 1: %+v %v", first, err)
+		}
+		if _, err := e.svc.RollbackItems(ctx, 1, "order", "refund", []quota.Item{device}); !errors.Is(err, quota.ErrRollbackKeyReused) {
+			t.Fatalf("the same rollbackKey for the device: %v; want ErrRollbackKeyReused", err)
+		}
+		again, err := e.svc.RollbackItems(ctx, 1, "order", "refund", []quota.Item{user})
+		if err != nil || !again.Replayed || fmt.Sprint(given(again)) != fmt.Sprint(given(first)) {
+			t.Fatalf("the same refund again: %+v %v; want the first answer %+v, replayed", again, err, first)
+		}
+		both, err := e.svc.RollbackItems(ctx, 1, "order", "refund-both", []quota.Item{device, user})
+		if err != nil || len(both.Returned) != 2 || both.Replayed {
+			t.Fatalf("refund of one each: %+v %v", both, err)
+		}
+		if _, err := e.svc.RollbackItems(ctx, 1, "order", "refund-both", []quota.Item{user}); !errors.Is(err, quota.ErrRollbackKeyReused) {
+			t.Fatalf("a rollbackKey of two identities sent again for one of them: %v; want ErrRollbackKeyReused", err)
+		}
+		// the items in another order are the same items
+		if res, err := e.svc.RollbackItems(ctx, 1, "order", "refund-both", []quota.Item{user, device}); err != nil || !res.Replayed ||
+			fmt.Sprint(given(res)) != fmt.Sprint(given(both)) {
+			t.Fatalf("refund-both again, its items in another order: %+v %v; want its first answer, replayed", res, err)
+		}
+		for typ, id := range map[string]string{"USER": "u", "DEVICE": "d"} {
+			if got, want := e.used(t, 1, typ, id, "ITEM:1", day), map[string]int64{"USER": 1, "DEVICE": 2}[typ]; got != want {
+				t.Errorf("%s at %d; want %d", typ, got, want)
+			}
+		}
+	})
+}
+
+// Partial rollbacks whose sum stays under what was taken, sent at once from two backends, give
+// back exactly their sum: 5 of 1 each of the 12 taken leave 7.
+func TestPartialRollbacksUnderTheCapRaceOnTwoBackends(t *testing.T) {
+	servers(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC), rdb)
+		day, roll := calendar(t, quota.Day, "UTC"), rolling(t, time.Hour)
+		for _, typ := range []string{"USER", "DEVICE"} {
+			e.rule(t, 1, typ, "ITEM:1", 1000, day)
+			e.rule(t, 1, typ, "ITEM:1", 1000, roll)
+		}
+		other := e.start(t, e.cfg) // reads the rules
+		backends := []*quota.Service{e.svc, other}
+		const taken, n = 12, 5
+		if _, err := e.deduct(1, "big", item("USER", "u", taken, "ITEM:1"), item("DEVICE", "d", taken, "ITEM:1")); err != nil {
+			t.Fatal(err)
+		}
+		results := make([]quota.RollbackResult, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				results[i], errs[i] = backends[i%2].RollbackItems(t.Context(), 1, "big", fmt.Sprintf("p-%d", i),
+					[]quota.Item{item("USER", "u", 1, "ITEM:1"), item("DEVICE", "d", 1, "ITEM:1")})
+			})
+		}
+		wg.Wait()
+		sum := map[string]int64{}
+		for i := range results {
+			if errs[i] != nil {
+				t.Fatalf("rollback %d: %v", i, errs[i])
+			}
+			for k, v := range given(results[i]) {
+				if v != 1 {
+					t.Errorf("p-%d gave back %d on %s; want its 1", i, v, k)
+				}
+				sum[k] += v
+			}
+		}
+		for _, id := range [][2]string{{"USER", "u"}, {"DEVICE", "d"}} {
+			for _, w := range []quota.Window{day, roll} {
+				if got := sum[id[0]+":"+id[1]+" ITEM:1 "+w.ID()]; got != n {
+					t.Errorf("%s %s given back %d in all; want exactly the %d asked", id[0], w.ID(), got, n)
+				}
+				if got := e.used(t, 1, id[0], id[1], "ITEM:1", w); got != taken-n {
+					t.Errorf("%s %s at %d; want %d", id[0], w.ID(), got, taken-n)
+				}
+			}
+		}
+	})
+}

@@ -46,7 +46,8 @@ type Cleared struct {
 // ResetCounters sets an identity's counters in their current windows to zero: those of
 // dimension (an item's dimension such as "ITEM:1001", "*" for the counter of every item, or
 // "NAME:*" for every counter of that name), or every counter of the identity when dimension is
-// "" (those GET /quotas/usage lists without a dimension). A deduct taken before the reset then
+// "" (those GET /quotas/usage lists without a dimension, and every wildcard rule's counter its
+// index holds, past the ones usage lists). A deduct taken before the reset then
 // gives back nothing on those counters when rolled back: the reset forgave it. Counters of
 // earlier periods are left to expire.
 //
@@ -61,7 +62,7 @@ func (s *Service) ResetCounters(ctx context.Context, bizID int64, identityType, 
 		return Reset{}, err
 	}
 	now := s.cfg.Clock.Now()
-	st, _, err := s.identityCounters(ctx, bizID, identityType, identity, nil, now)
+	st, _, err := s.identityCounters(ctx, bizID, identityType, identity, nil, now, 0)
 	if err != nil {
 		return Reset{}, unavailable("reset quota counters", err)
 	}
@@ -192,28 +193,36 @@ func scanReset(row pgx.CollectableRow) (Reset, error) {
 	return r, nil
 }
 
-// reset runs quota_reset.lua on the step's counters and returns what each held.
+// resetBatch bounds the counters one quota_reset.lua call clears, so that an identity with
+// thousands of wildcard counters does not hold Redis for one long script.
+const resetBatch = 256
+
+// reset runs quota_reset.lua on the step's counters, resetBatch at a time, and returns what
+// each held.
 func (sc *scripts) reset(ctx context.Context, st *step, nowMs int64) ([]int64, error) {
-	keys := make([]string, 1, 1+2*len(st.counters))
-	keys[0] = resetsKey(st.base)
-	args := make([]any, 2, 2+2*len(st.counters))
-	args[0], args[1] = nowMs, len(st.counters)
-	for i := range st.counters {
-		c := &st.counters[i]
-		keys = appendCounterKeys(keys, st.base, c.kind, c.seg, c.dimension)
-		args = append(args, kindArg(c.kind), c.span)
-	}
-	s, err := sc.run(ctx, lua.QuotaReset, keys, args...).Text()
-	if err != nil {
-		return nil, err
-	}
-	us, err := parseUsed(withOldest(s), len(st.counters))
-	if err != nil {
-		return nil, fmt.Errorf("quota_reset.lua answered %q: %w", s, err)
-	}
-	out := make([]int64, len(us))
-	for i := range us {
-		out[i] = us[i].used
+	out := make([]int64, 0, len(st.counters))
+	for from := 0; from < len(st.counters); from += resetBatch {
+		batch := st.counters[from:min(from+resetBatch, len(st.counters))]
+		keys := make([]string, 1, 1+2*len(batch))
+		keys[0] = resetsKey(st.base)
+		args := make([]any, 2, 2+2*len(batch))
+		args[0], args[1] = nowMs, len(batch)
+		for i := range batch {
+			c := &batch[i]
+			keys = appendCounterKeys(keys, st.base, c.kind, c.seg, c.dimension)
+			args = append(args, kindArg(c.kind), c.span)
+		}
+		s, err := sc.run(ctx, lua.QuotaReset, keys, args...).Text()
+		if err != nil {
+			return nil, err
+		}
+		us, err := parseUsed(withOldest(s), len(batch))
+		if err != nil {
+			return nil, fmt.Errorf("quota_reset.lua answered %q: %w", s, err)
+		}
+		for i := range us {
+			out = append(out, us[i].used)
+		}
 	}
 	return out, nil
 }

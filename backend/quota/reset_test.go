@@ -2,6 +2,7 @@ package quota_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -113,6 +114,35 @@ func TestResetCounters(t *testing.T) {
 		}
 		if _, err := e.svc.ResetCounters(ctx, 1, "USER", "u", "ITEM"); !errors.Is(err, quota.ErrInvalid) {
 			t.Fatalf("a bad dimension: %v", err)
+		}
+	})
+}
+
+// A reset of every counter clears every wildcard counter the identity counts in its window,
+// past the 256 that usage lists: 300 items bought, 300 counters cleared, in batches.
+func TestResetClearsEveryWildcardCounter(t *testing.T) {
+	servers(t, func(t *testing.T, rdb redis.UniversalClient) {
+		e := newEnv(t, time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC), rdb)
+		day := calendar(t, quota.Day, "UTC")
+		e.rule(t, 1, "USER", "ITEM:*", 5, day)
+		const items, perDeduct = 300, 16
+		for from := 0; from < items; from += perDeduct {
+			var its []quota.Item
+			for i := from; i < min(from+perDeduct, items); i++ {
+				its = append(its, item("USER", "u", 1, fmt.Sprintf("ITEM:%d", i)))
+			}
+			if _, err := e.deduct(1, fmt.Sprintf("order-%d", from), its...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := e.svc.ResetCounters(t.Context(), 1, "USER", "u", "")
+		if err != nil || r.Outcome != quota.ResetDone || len(r.Cleared) != items {
+			t.Fatalf("reset of every counter: %v, %d cleared; want all %d", err, len(r.Cleared), items)
+		}
+		for i := range items {
+			if got := e.used(t, 1, "USER", "u", fmt.Sprintf("ITEM:%d", i), day); got != 0 {
+				t.Fatalf("ITEM:%d at %d after the reset of every counter", i, got)
+			}
 		}
 	})
 }

@@ -23,6 +23,9 @@ type Returned struct {
 type RollbackResult struct {
 	IdemKey  string
 	Returned []Returned
+	// Replayed: a partial rollback whose rollbackKey gave back before, with the same items:
+	// Returned is what it gave back then, and this call gave back nothing more.
+	Replayed bool
 }
 
 // rollbackReads bounds how often a rollback re-reads a record that a running deduct of the same

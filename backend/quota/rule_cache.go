@@ -41,6 +41,9 @@ func (c *ruleCache) reload(ctx context.Context) error {
 		return err
 	}
 	c.set.Store(newRuleSet(rules, overrides, open))
+	for _, biz := range open {
+		c.metrics.openLine(biz)
+	}
 	c.metrics.ruleLoads.Add(1)
 	c.metrics.rules.Store(uint64(len(rules)))
 	return nil

@@ -232,7 +232,7 @@ func (sc *scripts) settle(ctx context.Context, reqKey, op string, gen int64) (in
 // need no EVAL. After a Redis restart redis.Script loads them again on its own.
 func (sc *scripts) loadScripts(ctx context.Context) error {
 	for _, s := range []*redis.Script{lua.QuotaDeduct, lua.QuotaGiveBack, lua.QuotaRegister, lua.QuotaSettle, lua.QuotaClose, lua.QuotaUsage,
-		lua.QuotaCheck, lua.QuotaPartial, lua.QuotaReset} {
+		lua.QuotaCheck, lua.QuotaPartial, lua.QuotaRollbackKey, lua.QuotaReset} {
 		if err := s.Load(ctx, sc.rdb).Err(); err != nil {
 			return fmt.Errorf("load quota scripts: %w", err)
 		}

@@ -24,6 +24,7 @@ import (
 
 	"vouchergate/shared/clock"
 	"vouchergate/shared/events"
+	"vouchergate/shared/httplog"
 	"vouchergate/shared/keys"
 )
 
@@ -74,6 +75,7 @@ type Service struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	metrics metrics
+	logs    *httplog.Sampler // lines an outage repeats per request (logs.go)
 }
 
 // New checks cfg, loads the rules, subscribes to rule changes and starts the periodic
@@ -92,6 +94,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		subject: cfg.NATSPrefix + ".quota.rules",
 		done:    make(chan struct{}),
 		metrics: newMetrics(),
+		logs:    newLogSampler(cfg),
 	}
 	s.rules = newRuleCache(s.store, cfg.Clock, cfg.Log, &s.metrics)
 	if err := s.rules.reload(ctx); err != nil {
@@ -107,6 +110,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	case errors.Is(err, ErrMayEvict):
 		cfg.Log.Warn("quota: VG_QUOTA_EVICTION=allow: starting on a Redis that may evict quota keys", "err", err)
+	case errors.Is(err, ErrEvictionUnknown): // reported by CheckEviction: a managed Redis is served
 	case err != nil:
 		cfg.Log.Warn("quota: could not read Redis' maxmemory-policy at start; /readyz looks again", "err", err)
 	}

@@ -41,7 +41,7 @@ func (s *Service) Usage(ctx context.Context, bizID int64, identityType, identity
 		}
 	}
 	now := s.cfg.Clock.Now()
-	st, named, err := s.identityCounters(ctx, bizID, identityType, identity, dimensions, now)
+	st, named, err := s.identityCounters(ctx, bizID, identityType, identity, dimensions, now, maxUsageIndexed)
 	if err != nil {
 		s.metrics.unavailable.Add(1)
 		return nil, unavailable("quota usage", err)
@@ -64,8 +64,10 @@ func (s *Service) Usage(ctx context.Context, bizID int64, identityType, identity
 
 // identityCounters is a step holding the counters the rules imply for an identity at now, each
 // with the identity's limit: for an item of dimensions or, with none, every counter of the
-// identity (see Usage). The counters from named on are wildcard rules' found in the index.
-func (s *Service) identityCounters(ctx context.Context, bizID int64, identityType, identity string, dimensions []string, now time.Time) (step, int, error) {
+// identity (see Usage), of wildcard rules at most indexed (0: all). The counters from named on
+// are wildcard rules' found in the index.
+func (s *Service) identityCounters(ctx context.Context, bizID int64, identityType, identity string, dimensions []string, now time.Time,
+	indexed int64) (step, int, error) {
 	nowMs := now.UnixMilli()
 	set := s.rules.current()
 	st := step{identityType: identityType, identity: identity,
@@ -92,7 +94,7 @@ func (s *Service) identityCounters(ctx context.Context, bizID int64, identityTyp
 	}
 	named := len(st.counters)
 	if len(wildcards) > 0 {
-		if err := s.addIndexed(ctx, &st, set, wildcards, now); err != nil {
+		if err := s.addIndexed(ctx, &st, set, wildcards, now, indexed); err != nil {
 			return step{}, 0, err
 		}
 	}
@@ -100,10 +102,10 @@ func (s *Service) identityCounters(ctx context.Context, bizID int64, identityTyp
 }
 
 // addIndexed adds to st the counters of wildcard rules that the identity's index names in the
-// rules' current windows.
-func (s *Service) addIndexed(ctx context.Context, st *step, set *ruleSet, wildcards []*Rule, now time.Time) error {
+// rules' current windows: the most (0: all) that count longest.
+func (s *Service) addIndexed(ctx context.Context, st *step, set *ruleSet, wildcards []*Rule, now time.Time, most int64) error {
 	names, err := s.scripts.rdb.ZRevRangeByScore(ctx, indexKey(st.base), &redis.ZRangeBy{
-		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf", Count: maxUsageIndexed}).Result()
+		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf", Count: most}).Result()
 	if err != nil {
 		return err
 	}

@@ -152,6 +152,9 @@ type QuotaRollbackResponse struct {
 	IdemKey     string          `json:"idemKey"`
 	RollbackKey string          `json:"rollbackKey,omitempty"` // a partial rollback's
 	Returned    []QuotaReturned `json:"returned"`
+	// Replayed: this partial rollback's rollbackKey gave back before, with the same items;
+	// Returned is what it gave back then, and nothing more was given back now.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // QuotaUsageResponse is the body of a 200 to GET /quotas/usage.
