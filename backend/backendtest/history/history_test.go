@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"vouchergate/backend/backendtest/history"
+	"vouchergate/shared/wire"
 )
 
 // ms is a time in the hand-made histories: milliseconds since the start.
@@ -266,6 +267,12 @@ func partial(id int, key, rk string, from, to int, amount, gaveBack int64, ident
 	return op
 }
 
+// reusedKey makes op a partial rollback refused ROLLBACK_KEY_REUSED.
+func reusedKey(op history.Op) history.Op {
+	op.Outcome, op.Code, op.Returned = history.Fail, wire.CodeRollbackKeyReused, nil
+	return op
+}
+
 // roomy gives every counter the ops answer a limit of 1000, for histories about counts, not limits.
 func roomy(ops ...history.Op) []history.Op {
 	for i := range ops {
@@ -421,6 +428,17 @@ func TestQuotaHistories(t *testing.T) {
 			partial(1, "k1", "p1", 2, 3, 1, 1, "USER:u"),
 			partial(2, "k1", "p1", 4, 5, 2, 1, "USER:u"),
 		}, "gave back for other items"},
+		{"a rollbackKey given for one identity, refused as reused for another", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 1, 1, "USER:u", "PHONE:p"),
+			partial(1, "k1", "p1", 2, 3, 1, 1, "USER:u"),
+			reusedKey(partial(2, "k1", "p1", 4, 5, 1, 0, "PHONE:p")),
+			usage(3, 6, 7, 0),
+		}, ""},
+		{"a rollbackKey refused as reused when sent again with its own items", []history.Op{
+			deduct(0, "k1", 0, 1, history.Ok, 2, 2, "USER:u"),
+			partial(1, "k1", "p1", 2, 3, 1, 1, "USER:u"),
+			reusedKey(partial(2, "k1", "p1", 4, 5, 1, 0, "USER:u")),
+		}, "refused as reused"},
 		{"a partial rollback of a deduct refused", []history.Op{
 			deduct(0, "k1", 0, 1, history.Fail, 1, 0, "USER:u"),
 			partial(1, "k1", "p1", 2, 3, 1, 1, "USER:u"),

@@ -14,7 +14,8 @@ import (
 // step that the item's dimensions name and on the step's "*" counters, but no more than is left
 // of the item on each counter it names (what the step took there less what was given back
 // before), and on no counter more than is left there. Its rollbackKey acts once: sent again it
-// answers what it gave back the first time and changes nothing; with other items it is refused
+// answers what it gave back the first time and changes nothing; with other items (here, or on
+// another identity of the idemKey, which this partition does not see) it is refused
 // ROLLBACK_KEY_REUSED. On an idemKey that counts nothing here (never deducted, rolled back) it
 // gives back nothing and keeps that as its answer. A whole rollback later gives back the rest.
 
@@ -29,7 +30,10 @@ func partialStep(s *quotaState, q *quotaOp, rec idemRecord, known bool) (*quotaS
 	prev, acted := s.partials[pk]
 	prevFP, prevAnswer, _ := strings.Cut(prev, "|")
 	switch {
-	case op.Outcome == Fail && op.Code == wire.CodeRollbackKeyReused && (!acted || prevFP == q.fp):
+	// A rollbackKey is bound to all its items across the idemKey's identities, so a refusal as
+	// reused where it has not acted may be for another identity's items: only one sent again
+	// with the very items it acted on here is wrong.
+	case op.Outcome == Fail && op.Code == wire.CodeRollbackKeyReused && acted && prevFP == q.fp:
 		return nil, fmt.Sprintf("rollbackKey %s of %s refused as reused with other items; it %s", op.RollbackKey, op.IdemKey, describePartial(prev, acted))
 	case op.Outcome == Fail:
 		return s, ""
