@@ -43,7 +43,7 @@ func (s *Service) reserveFlash(ctx context.Context, v Voucher, h Hold, try int) 
 			}
 			return s.writeWinner(ctx, v, h, holder)
 		case GateOutOfStock:
-			if s.gateSuspect() {
+			if s.gateSuspect(v.Code) {
 				if r, held, err := s.heldInDB(ctx, v, h); held {
 					return r, err
 				}

@@ -15,7 +15,7 @@ import (
 // runs this after each batch commits, before answering, and Warm after each load.
 //
 // A failure does not take back the rows' answers: each row is committed, so its 201 is true
-// (D4). It is logged and makes the gate suspect (suspect.go) until the reconciler has put the
+// (D4). It is logged and makes the voucher suspect (suspect.go) until the reconciler has put the
 // orders back, so that meanwhile a granted order's retry the gate refuses for lack of uses is
 // answered from its row, not OUT_OF_STOCK.
 func (s *Service) keepHeld(ctx context.Context, code string, rs []Redemption) {
@@ -24,7 +24,7 @@ func (s *Service) keepHeld(ctx context.Context, code string, rs []Redemption) {
 	}
 	missing, err := s.gate.Missing(ctx, code, rs)
 	if err != nil {
-		s.SuspectGate()
+		s.suspectVoucher(code)
 		s.logRepeated(slog.LevelWarn, "check written orders are held in redis; the reconciler will put back any lost",
 			"code", code, "err", err)
 		return
@@ -33,7 +33,7 @@ func (s *Service) keepHeld(ctx context.Context, code string, rs []Redemption) {
 	for _, r := range missing {
 		ok, err := s.gate.PutBack(ctx, r)
 		if err != nil {
-			s.SuspectGate()
+			s.suspectVoucher(code)
 			s.logRepeated(slog.LevelWarn, "put back a written order redis lost; the reconciler will", "code", code, "order", r.OrderID, "err", err)
 			break
 		}

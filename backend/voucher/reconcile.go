@@ -36,6 +36,7 @@ type ReconcileConfig struct {
 // (R1), a voucher Redis lost loaded again.
 func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig) (Reconciliation, error) {
 	rep := Reconciliation{Code: code, Released: []string{}, PutBack: []string{}}
+	began := time.Now().UnixNano()
 	v, err := s.freshVoucher(ctx, code) // the database's definition, which the gate must hold
 	if err != nil {
 		return rep, err
@@ -91,6 +92,7 @@ func (s *Service) Reconcile(ctx context.Context, code string, rc ReconcileConfig
 		s.cfg.Log.Warn("redis drifted from the database", "code", code, "drift", rep.Drift,
 			"released", len(rep.Released), "putBack", len(rep.PutBack), "recounted", rep.Recounted)
 	}
+	s.trustVoucherSince(code, began) // its committed orders are all held again
 	return rep, nil
 }
 

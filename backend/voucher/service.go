@@ -47,6 +47,7 @@ type Service struct {
 
 	inFlight     atomic.Int64 // reservations and releases not returned yet (drain.go)
 	suspectSince atomic.Int64 // when the gate became suspect (suspect.go); 0: trusted
+	suspectCodes sync.Map     // voucher code -> when it alone became suspect (suspect.go)
 	closing      atomic.Bool  // Close was called: new ones are refused
 }
 

@@ -14,24 +14,43 @@ import (
 // lack of uses is checked against the database first, and an order the database holds for its
 // customer is answered from its row, its hold put back in the gate. Only the refusals of that
 // window pay for the lookup. A committed order the writer could not make sure Redis holds
-// (keepHeld) leaves the gate suspect the same way.
+// (keepHeld) leaves that one voucher suspect the same way (suspectVoucher): a Redis timeout
+// during one sale moves no other voucher's refusals onto the database.
 
 // SuspectGate says Redis may lack orders the database holds (its client saw a node fail or a
 // slot move, or a check that committed orders are held failed): until the next complete
 // reconciliation, refusals for lack of uses look at the database first.
 func (s *Service) SuspectGate() { s.suspectSince.Store(time.Now().UnixNano()) }
 
-// gateSuspect reports whether the gate is suspect.
-func (s *Service) gateSuspect() bool { return s.suspectSince.Load() != 0 }
+// suspectVoucher says Redis may lack orders of the voucher code that the database holds (a
+// check that its committed orders are held failed), until its next reconciliation.
+func (s *Service) suspectVoucher(code string) { s.suspectCodes.Store(code, time.Now().UnixNano()) }
 
-// trustGateSince clears the suspicion if it was raised before began, when a reconciliation of
-// every flash voucher ended that began then.
+// gateSuspect reports whether the gate is suspect for the voucher code.
+func (s *Service) gateSuspect(code string) bool {
+	if s.suspectSince.Load() != 0 {
+		return true
+	}
+	_, ok := s.suspectCodes.Load(code)
+	return ok
+}
+
+// trustGateSince clears the suspicion of the whole gate if it was raised before began, when a
+// reconciliation of every flash voucher ended that began then.
 func (s *Service) trustGateSince(began int64) {
 	for {
 		since := s.suspectSince.Load()
 		if since == 0 || since > began || s.suspectSince.CompareAndSwap(since, 0) {
 			return
 		}
+	}
+}
+
+// trustVoucherSince clears the voucher's suspicion if it was raised before began, when its
+// reconciliation that began then ended.
+func (s *Service) trustVoucherSince(code string, began int64) {
+	if since, ok := s.suspectCodes.Load(code); ok && since.(int64) <= began {
+		s.suspectCodes.CompareAndDelete(code, since)
 	}
 }
 
