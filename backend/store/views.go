@@ -41,7 +41,7 @@ func voucherPageQuery(f voucher.VoucherFilter, limit int) (string, []any) {
 	return `WITH page AS (
 		SELECT ` + voucherColumns + `, used_count FROM vouchers WHERE code > $1` + cond + ` ORDER BY code LIMIT $2)
 	SELECT p.code, p.discount_amount, p.discount_percent, p.max_discount_amount, p.min_order_amount, p.total_limit,
-		p.per_user_limit, p.starts_at, p.ends_at, p.flash_sale, p.active, p.hold_ttl_ms, p.revision, p.used_count,
+		p.per_user_limit, p.starts_at, p.ends_at, p.flash_sale, p.active, p.hold_ttl_ms, p.revision, p.opened, p.used_count,
 		c.reserved, c.confirmed, c.released, c.refunded,
 		EXISTS (SELECT 1 FROM vouchers WHERE code > (SELECT max(code) FROM page)` + cond + `)
 	FROM page p CROSS JOIN LATERAL (

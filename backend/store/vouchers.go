@@ -14,7 +14,7 @@ import (
 )
 
 const voucherColumns = `code, discount_amount, discount_percent, max_discount_amount, min_order_amount, total_limit,
-	per_user_limit, starts_at, ends_at, flash_sale, active, hold_ttl_ms, revision`
+	per_user_limit, starts_at, ends_at, flash_sale, active, hold_ttl_ms, revision, opened`
 
 func scanVoucher(row pgx.Row, extra ...any) (voucher.Voucher, error) {
 	var v voucher.Voucher
@@ -22,7 +22,7 @@ func scanVoucher(row pgx.Row, extra ...any) (voucher.Voucher, error) {
 	var holdMS *int64
 	var active bool
 	dst := append([]any{&v.Code, &v.DiscountAmount, &percent, &v.MaxDiscountAmount, &v.MinOrderAmount, &v.TotalLimit,
-		&v.PerUserLimit, &v.StartsAt, &v.EndsAt, &v.FlashSale, &active, &holdMS, &v.Revision}, extra...)
+		&v.PerUserLimit, &v.StartsAt, &v.EndsAt, &v.FlashSale, &active, &holdMS, &v.Revision, &v.Opened}, extra...)
 	if err := row.Scan(dst...); err != nil {
 		return v, err
 	}
@@ -135,6 +135,7 @@ func (s *Store) EditVoucher(ctx context.Context, code string, at time.Time, edit
 		return before, before, nil // nothing to write; the rollback ends the lock
 	}
 	after.Revision = before.Revision + 1
+	after.Opened = before.Opened || !at.Before(before.StartsAt) // as the statement below sets it
 	if err := hold(ctx, before, after); err != nil {
 		return before, before, err
 	}
@@ -147,7 +148,7 @@ func (s *Store) EditVoucher(ctx context.Context, code string, at time.Time, edit
 	if _, err := tx.Exec(ctx, `WITH changed AS (
 			UPDATE vouchers SET revision = $2, discount_amount = $6, discount_percent = $7, max_discount_amount = $8,
 				min_order_amount = $9, total_limit = $10, per_user_limit = $11, starts_at = $12, ends_at = $13,
-				active = $14, hold_ttl_ms = $15
+				active = $14, hold_ttl_ms = $15, opened = opened OR starts_at <= $3
 			WHERE code = $1 RETURNING code)
 		INSERT INTO voucher_changes (voucher_code, revision, changed_at, before, after)
 		SELECT code, $2, $3, $4, $5 FROM changed`, args...); err != nil {

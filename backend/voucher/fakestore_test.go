@@ -467,6 +467,7 @@ func (s *fakeStore) EditVoucher(ctx context.Context, code string, at time.Time, 
 		return before, before, nil
 	}
 	after.Revision = before.Revision + 1
+	after.Opened = before.Opened || !at.Before(before.StartsAt)
 	if err := hold(ctx, before, after); err != nil {
 		return before, before, err
 	}

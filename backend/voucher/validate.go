@@ -103,10 +103,10 @@ func (s *Service) fromRow(ctx context.Context, req Request, grant Redemption) (R
 // closed answers a request the voucher refuses for why (Voucher.Refusal: paused, not open at
 // now, an order below its minimum): a granted order keeps its answer while the voucher is
 // paused, after it ended, and after an edit postponed its start; any other gets why. Before the
-// start of a voucher never edited no order can exist, so the crowd waiting for its opening
-// costs no lookup.
+// start of a voucher never opened no order can exist, so the crowd waiting for its opening
+// costs no lookup, however often the voucher was edited meanwhile.
 func (s *Service) closed(ctx context.Context, v Voucher, req Request, now time.Time, why error) (Redemption, error) {
-	if !now.Before(v.StartsAt) || v.Revision > 1 {
+	if !now.Before(v.StartsAt) || v.Opened {
 		if r, err := s.store.Redemption(ctx, req.OrderID); err == nil {
 			return answerRetry(req, r)
 		}

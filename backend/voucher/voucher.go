@@ -27,6 +27,9 @@ type Voucher struct {
 	Paused            bool          // new reservations are refused (ErrPaused); the admin API's active is its opposite
 	HoldTTL           time.Duration // how long its reservations are held unless confirmed; 0: the service's (VG_HOLD_TTL)
 	Revision          int64         // raised by every edit; 1 as created
+	// Opened: an edit found it open already, so orders may exist even before StartsAt (a start
+	// moved later); a voucher never opened has none before its start.
+	Opened bool
 }
 
 // Open reports whether reservations are accepted at now: from StartsAt, before EndsAt.
