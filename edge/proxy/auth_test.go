@@ -11,6 +11,7 @@ import (
 
 	"vouchergate/edge/token"
 	"vouchergate/shared/events"
+	"vouchergate/shared/wire"
 	"vouchergate/testkit"
 )
 
@@ -409,5 +410,15 @@ func TestAFilterWithoutScopesForwardsTheShoppersRetry(t *testing.T) {
 		bearer(iss.Sign(t, "RS256", iss.Claims("42")))...)
 	if a.status == 409 || fb.reserves.Load() != 1 {
 		t.Errorf("the holder's retry under a filter without scopes: %d %s, %d reservations forwarded; want it forwarded", a.status, a.body, fb.reserves.Load())
+	}
+	// A shopper's reservation decoded before (one that waited for a backend slot while the
+	// voucher sold out) is looked up in the shopper's scope; a filter without scopes cannot tell
+	// it, and its client orderId decides: a new order is answered from memory, a holder's goes on.
+	for order, want := range map[string]memory{"fresh-1": answered, "granted-1": mayHold} {
+		var ctx fasthttp.RequestCtx
+		req := wire.ReserveRequest{CustomerID: "42", OrderID: order}
+		if got := e.proxy.fromMemory(&ctx, []byte("FLASH"), &req, false); got != want {
+			t.Errorf("%s decoded, under a filter without scopes: %d; want %d", order, got, want)
+		}
 	}
 }

@@ -137,7 +137,11 @@ func (p *Proxy) fromMemory(ctx *fasthttp.RequestCtx, code []byte, decoded *wire.
 	var id []byte
 	var ok bool
 	if decoded != nil {
-		if ok = wire.IsOrderID([]byte(decoded.OrderID)); ok && e.MayHoldScoped([]byte(wire.ShopperOrderID(string(decoded.CustomerID), decoded.OrderID))) {
+		// Both forms must match: a filter from a backend that kept client orderIds alone cannot
+		// tell scopes (MayHoldScoped says it may), and then the client form alone decides.
+		client := []byte(decoded.OrderID)
+		if ok = wire.IsOrderID(client); ok && e.MayHold(client) &&
+			e.MayHoldScoped([]byte(wire.ShopperOrderID(string(decoded.CustomerID), decoded.OrderID))) {
 			return mayHold
 		}
 	} else if id, ok = orderid.Extract(ctx.Request.Body(), &buf); !ok {

@@ -56,7 +56,9 @@ func (p *Proxy) awaitSlot(ctx *fasthttp.RequestCtx, code []byte, decoded *wire.R
 	defer timer.Stop()
 	for {
 		soldOut := p.opts.SoldOut.SoldOut() // before the lookup: a sell-out stored after it still wakes us
-		if p.answeredFromMemory(ctx, code, decoded, false) {
+		// fromMemory, not answeredFromMemory: the request was counted as a holder's when it
+		// first met the sold-out state
+		if p.fromMemory(ctx, code, decoded, false) == answered {
 			return false
 		}
 		select {
