@@ -65,12 +65,13 @@ type Edge struct {
 	// every backend while NATS is up, and NATS too for this long.
 	SoldOutKeep time.Duration `env:"VG_EDGE_SOLDOUT_KEEP" envDefault:"30s"`
 
-	// Shoppers' tokens (issue 14): off while VG_EDGE_JWT_JWKS_FILE is empty. When on, voucher
-	// reservation, confirm and release and the quota paths need a verified bearer token.
+	// Shoppers' tokens: off while VG_EDGE_JWT_JWKS_FILE and VG_EDGE_JWT_JWKS_URL are both empty.
+	// When on, voucher reservation, confirm and release and the quota paths need a verified
+	// bearer token.
 	JWTJWKSFile string        `env:"VG_EDGE_JWT_JWKS_FILE"` // a local JWK Set (JSON)
 	JWTAlgs     []string      `env:"VG_EDGE_JWT_ALGS" envSeparator:"," envDefault:"RS256,ES256,EdDSA"`
-	JWTAudience string        `env:"VG_EDGE_JWT_AUDIENCE"` // required with a JWKS file
-	JWTIssuer   string        `env:"VG_EDGE_JWT_ISSUER"`   // required with a JWKS file
+	JWTAudience string        `env:"VG_EDGE_JWT_AUDIENCE"` // required with a JWKS file or URL
+	JWTIssuer   string        `env:"VG_EDGE_JWT_ISSUER"`   // required with a JWKS file or URL
 	JWTLeeway   time.Duration `env:"VG_EDGE_JWT_LEEWAY" envDefault:"30s"`
 	// The token claims that carry a shopper's quota identities other than its subject (USER),
 	// TYPE:claim comma-separated (identity_claims.go).
