@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,16 +13,20 @@ import (
 	"vouchergate/testkit"
 )
 
-// degradedBound is how long a degraded answer may take over HTTP during the breaker's backoff,
-// when no deduct of the OPEN business line tries Redis: a local answer, with room for -race on
-// a loaded machine.
-const degradedBound = 50 * time.Millisecond
+// degradedBound is how long a degraded answer takes over HTTP during the breaker's backoff, at
+// the median, when no deduct of the OPEN business line tries Redis: a local answer, with room
+// for -race on a loaded machine; degradedMax bounds each, so that a moment the machine stalls
+// fails no run, while an answer that waited on Redis (VG_REDIS_TIMEOUT) still would.
+const (
+	degradedBound = 50 * time.Millisecond
+	degradedMax   = time.Second
+)
 
 // Degrading open over HTTP on two backends: business line 1 is set whenUnavailable OPEN through
 // the admin API of backend A, and deducts go to backend B, which learns it over NATS (its
 // vouchergate_quota_degraded_total{biz_id="1"} shows at 0 as the setting loads). With Redis
 // stopped, B answers business line 1's deducts 200 "degraded": true with no counters, each
-// within degradedBound during the backoff, and counts each in the metric by business line;
+// within degradedBound at the median during the backoff, and counts each in the metric by business line;
 // business line 2, left CLOSED, gets 503, and so does a rollback (which cannot tell a degraded
 // deduct from a counted one). Redis keeps its data on disk (append-only, fsync always), so once
 // it is back the counters show what was counted before the outage, and the degraded deducts
@@ -62,25 +67,25 @@ func TestDegradeOpenOverHTTPOnTwoBackends(t *testing.T) {
 
 	srv.Stop()
 	const n = 20
-	var slowest time.Duration
+	var took []time.Duration
 	for i := range n {
 		start := time.Now()
 		r := deduct("1", fmt.Sprintf("down-%d", i))
-		took := time.Since(start)
+		if i > 0 { // the first tried Redis and opened the breaker; the others answer in its backoff
+			took = append(took, time.Since(start))
+		}
 		var res wire.QuotaDeductResponse
 		r.decode(t, &res)
 		if r.status != 200 || !res.Degraded || len(res.Counters) != 0 {
 			t.Fatalf("OPEN deduct %d with Redis stopped: %d %s; want 200 degraded, nothing counted", i, r.status, r.body)
 		}
-		// the first tried Redis and opened the breaker; the others answer in its backoff
-		if i > 0 && took > degradedBound {
-			t.Errorf("OPEN deduct %d in the backoff answered in %v; want within %v", i, took, degradedBound)
-		}
-		if i > 0 {
-			slowest = max(slowest, took)
-		}
 	}
-	t.Logf("the slowest of %d degraded answers in the backoff: %v", n-1, slowest)
+	slices.Sort(took)
+	median, slowest := took[len(took)/2], took[len(took)-1]
+	t.Logf("%d degraded answers in the backoff: median %v, slowest %v", len(took), median, slowest)
+	if median > degradedBound || slowest > degradedMax {
+		t.Errorf("degraded answers in the backoff: median %v, slowest %v; want within %v and %v", median, slowest, degradedBound, degradedMax)
+	}
 	if r := deduct("2", "down-0"); r.status != 503 || !strings.Contains(string(r.body), wire.CodeUnavailable) {
 		t.Fatalf("CLOSED deduct with Redis stopped: %d %s; want 503 UNAVAILABLE", r.status, r.body)
 	}

@@ -161,15 +161,18 @@ func TestAnIdleTLSClientThatStoppedReadingDoesNotHoldUpTheNext(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	// unread asks for an answer it does not read, and reports whether the edge wrote it whole:
-	// the connection went idle after it rather than waiting for room.
-	unread := func(c *tls.Conn) bool {
+	// unread asks for an answer it does not read, and reports whether the edge wrote it whole
+	// within wait: the connection went idle after it rather than waiting for room. The probe
+	// waits 2 s for each (an answer not out by then is taken as finding no room: a loaded
+	// machine only makes fit smaller); the full connection, which must fit what the probe did,
+	// waits 5 s.
+	unread := func(c *tls.Conn, wait time.Duration) bool {
 		t.Helper()
 		want := served.Load() + 1
 		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: edge\r\n\r\n"); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 			if served.Load() >= want && e.conns.idleCount() == 1 {
 				return true
 			}
@@ -178,7 +181,7 @@ func TestAnIdleTLSClientThatStoppedReadingDoesNotHoldUpTheNext(t *testing.T) {
 	}
 
 	probe, fit := dial(), 0
-	for unread(probe) {
+	for unread(probe, 2*time.Second) {
 		if fit++; fit > 1000 {
 			t.Fatal("1,000 answers went out unread: the buffers are not small")
 		}
@@ -188,7 +191,7 @@ func TestAnIdleTLSClientThatStoppedReadingDoesNotHoldUpTheNext(t *testing.T) {
 
 	full := dial()
 	for i := range fit {
-		if !unread(full) {
+		if !unread(full, 5*time.Second) {
 			t.Fatalf("answer %d of %d did not go out", i+1, fit)
 		}
 	}
