@@ -62,11 +62,5 @@ func (c connectLog) TraceConnectEnd(_ context.Context, data pgx.TraceConnectEndD
 	if data.Err == nil {
 		return
 	}
-	if dropped, ok := c.sampler.Admit("connect"); ok {
-		attrs := []any{"from", "pgx", "err", data.Err}
-		if dropped > 0 {
-			attrs = append(attrs, "dropped", dropped)
-		}
-		c.log.Warn("postgres connect failed", attrs...)
-	}
+	c.sampler.Log(context.Background(), c.log, slog.LevelWarn, "connect", "postgres connect failed", "from", "pgx", "err", data.Err)
 }

@@ -1,6 +1,11 @@
 package quota
 
-import "vouchergate/shared/httplog"
+import (
+	"context"
+	"log/slog"
+
+	"vouchergate/shared/httplog"
+)
 
 // newLogSampler returns the sampler of the lines a Redis outage repeats for every request it
 // meets, by kind and business line (warnSampled).
@@ -11,12 +16,5 @@ func newLogSampler(cfg Config) *httplog.Sampler { return httplog.NewSampler(http
 // since: at a sale's rate, one line per deduct would flood the log that should show the outage.
 // The API's failed requests are sampled the same way.
 func (s *Service) warnSampled(kind, msg string, args ...any) {
-	dropped, ok := s.logs.Admit(kind)
-	if !ok {
-		return
-	}
-	if dropped > 0 {
-		args = append(args, "dropped", dropped)
-	}
-	s.cfg.Log.Warn(msg, args...)
+	s.logs.Log(context.Background(), s.cfg.Log, slog.LevelWarn, kind, msg, args...)
 }

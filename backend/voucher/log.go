@@ -10,12 +10,5 @@ import (
 // outage) at most once a second for each message, with how many were left out since (dropped=),
 // as the API's "request failed" line is: the metrics count each one.
 func (s *Service) logRepeated(level slog.Level, msg string, attrs ...any) {
-	dropped, ok := s.repeated.Admit(msg)
-	if !ok {
-		return
-	}
-	if dropped > 0 {
-		attrs = append(attrs, "dropped", dropped)
-	}
-	s.cfg.Log.Log(context.Background(), level, msg, attrs...)
+	s.repeated.Log(context.Background(), s.cfg.Log, level, msg, msg, attrs...)
 }

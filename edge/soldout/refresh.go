@@ -169,14 +169,7 @@ func (f nowFunc) Now() time.Time { return f() }
 // warn logs msg unless a line of it was logged less than a second ago, and says how many it
 // left out since.
 func (r *Refresher) warn(msg string, args ...any) {
-	dropped, ok := r.warns.Admit(msg)
-	if !ok {
-		return
-	}
-	if dropped > 0 {
-		args = append(args, "dropped", dropped)
-	}
-	r.log.Warn(msg, args...)
+	r.warns.Log(context.Background(), r.log, slog.LevelWarn, msg, msg, args...)
 }
 
 // forget drops rate-limit marks older than the interval, so the maps stay small.

@@ -13,6 +13,7 @@
 package httplog
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -113,6 +114,19 @@ func (s *Sampler) Admit(kindName string) (dropped int, ok bool) {
 	dropped = k.dropped
 	k.last, k.dropped = now, 0
 	return dropped, true
+}
+
+// Log writes msg at level to l, unless a line of kind was written less than an interval ago
+// (Admit): the line then carries dropped=, how many of its kind were left out since.
+func (s *Sampler) Log(ctx context.Context, l *slog.Logger, level slog.Level, kind, msg string, args ...any) {
+	dropped, ok := s.Admit(kind)
+	if !ok {
+		return
+	}
+	if dropped > 0 {
+		args = append(args, "dropped", dropped)
+	}
+	l.Log(ctx, level, msg, args...)
 }
 
 // withheld stands for an argument that may hold request bytes.

@@ -2,6 +2,7 @@ package httplog_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -170,5 +171,22 @@ func TestSamplerPerKindAndBounded(t *testing.T) {
 	}
 	if through > 64 {
 		t.Errorf("500 kinds made up within a second: %d lines let through; want at most the bound, 64", through)
+	}
+}
+
+// Log writes a line of its kind at most once an interval, the next one with dropped=.
+func TestSamplerLog(t *testing.T) {
+	clock := testkit.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := httplog.NewSampler(time.Second, clock)
+	out := &lines{}
+	l := slog.New(slog.NewTextHandler(out, nil))
+	for range 10 {
+		s.Log(context.Background(), l, slog.LevelWarn, "k", "write failed", "code", "A")
+	}
+	clock.Advance(time.Second)
+	s.Log(context.Background(), l, slog.LevelWarn, "k", "write failed", "code", "A")
+	got := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(got) != 2 || strings.Contains(got[0], "dropped") || !strings.Contains(got[1], "code=A dropped=9") || !strings.Contains(got[1], "level=WARN") {
+		t.Fatalf("11 lines of one kind over a second: %q; want 2, the second with dropped=9", got)
 	}
 }
