@@ -50,8 +50,8 @@ func TestCallersIdemKeysNeverMeet(t *testing.T) {
 	if got := e.used(t, 1, "DEVICE", "tablet", "ITEM:1", w); got != 2 {
 		t.Errorf("the tablet after bob's rollback: used %d; want 2 (alice's and the service's)", got)
 	}
-	if noted, err := e.svc.As("carol").Noted(ctx, 1, "k"); err != nil || len(noted) != 0 {
-		t.Errorf("carol's k: noted %v, %v; want nothing", noted, err)
+	if rb, err := e.svc.As("carol").Rollback(ctx, 1, "k"); err != nil || len(rb.Returned) != 0 {
+		t.Errorf("carol's rollback of k, which she never deducted: %+v, %v; want nothing given back", rb, err)
 	}
 	if rb, err := e.svc.Rollback(ctx, 1, "k"); err != nil || len(rb.Returned) != 1 || rb.Returned[0].Amount != 1 {
 		t.Errorf("the service's rollback: %+v, %v; want its 1 given back", rb, err)
