@@ -20,9 +20,10 @@ type SaleSettings struct {
 	Baseline bool          // also run each round's sale on a normal (flashSale=false) voucher
 }
 
-// The goals of issue 8 for a flash sale.
+// The goals for a 10,000-use flash sale with 200 buyers: sold out within 700 ms of the first
+// request, winners answered within 100 ms at p99.
 const (
-	goalSoldOut    = time.Second
+	goalSoldOut    = 700 * time.Millisecond
 	goalWinnersP99 = 100 * time.Millisecond
 )
 
@@ -57,14 +58,14 @@ func (r SaleRound) Faults(uses int) []string {
 	return p
 }
 
-// Misses lists the goals of issue 8 the round missed.
+// Misses lists the goals the round missed.
 func (r SaleRound) Misses(s SaleSettings) []string {
 	var p []string
 	res := r.Result
 	if res.SoldOut == 0 {
 		p = append(p, fmt.Sprintf("not sold out within %v", s.Limit))
-	} else if res.SoldOut >= goalSoldOut {
-		p = append(p, fmt.Sprintf("sold out in %v (goal < %v)", res.SoldOut.Round(time.Millisecond), goalSoldOut))
+	} else if res.SoldOut > goalSoldOut {
+		p = append(p, fmt.Sprintf("sold out in %v (goal ≤ %v)", res.SoldOut.Round(time.Millisecond), goalSoldOut))
 	}
 	if p99 := res.Won.Quantile(0.99); p99 >= goalWinnersP99 {
 		p = append(p, fmt.Sprintf("winners' p99 %v (goal < %v)", ms(p99), goalWinnersP99))
@@ -250,10 +251,10 @@ func (r SaleReport) Print(w io.Writer) {
 	}
 	m := summarizeSales(r.Flash)
 	verdict := "goal met"
-	if clean < len(r.Flash) || m.soldOut >= goalSoldOut || m.wonP99 >= goalWinnersP99 {
+	if clean < len(r.Flash) || m.soldOut > goalSoldOut || m.wonP99 >= goalWinnersP99 {
 		verdict = "goal NOT met"
 	}
-	fmt.Fprintf(w, "verdict (flash): %d of %d rounds clean (exactly %d granted if sold out, only 201/409, both stores agree), %d of %d within every goal; medians: %s (goal < %v), winners' p99 %v (goal < %v): %s\n",
+	fmt.Fprintf(w, "verdict (flash): %d of %d rounds clean (exactly %d granted if sold out, only 201/409, both stores agree), %d of %d within every goal; medians: %s (goal ≤ %v), winners' p99 %v (goal < %v): %s\n",
 		clean, len(r.Flash), s.Uses, met, len(r.Flash), soldOutPhrase(m.soldOut, s.Limit), goalSoldOut, ms(m.wonP99), goalWinnersP99, verdict)
 }
 
