@@ -74,9 +74,9 @@ func TestPostgresStallsMidSale(t *testing.T) {
 	createFlash(t, b, code, total, 2)
 	once := policy{tries: 1, timeout: func(int) time.Duration { return 30 * time.Second }}
 
-	s := startSale(storm("", 600, 9), 48, func(a attempt) outcome { return c.reserveOrder(code, a, once) })
-	s.waitGranted(t, total/3)
-	s.running(t, "stall postgres")
+	// The stalling transaction is open before the sale starts, so that the lock follows the
+	// grants it waits for at once: on a quiet machine the rest of the uses sell in a moment, and
+	// a lock taken after them stalls no write.
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, b.Config.DatabaseURL)
 	if err != nil {
@@ -87,10 +87,13 @@ func TestPostgresStallsMidSale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := startSale(storm("", 600, 9), 48, func(a attempt) outcome { return c.reserveOrder(code, a, once) })
+	s.waitGranted(t, total/5)
 	met := c.unavailable.Load()
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM vouchers WHERE code = $1 FOR NO KEY UPDATE`, code); err != nil {
 		t.Fatal(err)
 	}
+	s.running(t, "stall postgres")
 	// Held until writes have failed behind the lock (the clients try once: each 503 is one).
 	c.waitUnavailable(t, met, 20, "writes failing behind the held row lock")
 	if err := tx.Rollback(ctx); err != nil {
