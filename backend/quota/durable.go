@@ -133,7 +133,7 @@ func checkReplicas(ctx context.Context, rdb redis.UniversalClient, n int) error 
 			return fmt.Errorf("%w: VG_QUOTA_DURABILITY is replicated with VG_QUOTA_MIN_REPLICAS=%d, but the Redis master %s has %d replica(s) connected; "+
 				"add replicas, or set VG_QUOTA_DURABILITY=async (a failover may lose acknowledged deducts) and, on a single Redis, "+
 				"run it with appendonly yes and appendfsync always so a restart keeps them "+
-				"(measured at about half the deducts per second of a Redis without persistence, 0.43 to 0.53: docs/BENCHMARKS.md, Quota durability)",
+				"(measured at 0.43 to 0.77 of the deducts per second of a Redis without persistence: docs/BENCHMARKS.md, Purchase quotas)",
 				errTooFewReplicas, n, node.Options().Addr, connected)
 		}
 		return nil
