@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -17,9 +19,10 @@ var hotStatements = []string{statementTimeoutSQL, lockVoucherSQL, writeBatchSQL,
 // dialled (a PostgreSQL server process forked and authenticated) and has the hot statements
 // prepared, so the opening's first writes neither wait for a dial nor parse and plan their
 // statements (pgx sends a statement whose text was prepared on the connection by its name).
-// Connections the pool opens later prepare them on first use, as before. It holds the n
-// connections at once, so that they are n different ones, then gives them back to the pool,
-// whose MinConns (the same n) keeps them open.
+// It holds the n connections at once, so that they are n different ones; then, once the pool
+// dials no more (its own MinConns, the same n, may have dialled some meanwhile), it prepares the
+// statements on every other idle connection too, so that none the pool keeps is cold. The pool's
+// MinConns keeps them open. Connections the pool opens later prepare them on first use.
 func Warm(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	conns := make([]*pgxpool.Conn, n)
 	defer func() {
@@ -41,18 +44,40 @@ func Warm(ctx context.Context, pool *pgxpool.Pool, n int) error {
 				return
 			}
 			conns[i] = c
-			for _, sql := range hotStatements {
-				if _, err := c.Conn().Prepare(ctx, sql, sql); err != nil {
-					errs[i] = fmt.Errorf("warm the database pool: prepare: %w", err)
-					return
-				}
-			}
+			errs[i] = prepareHot(ctx, c)
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for pool.Stat().ConstructingConns() > 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("warm the database pool: wait for its connections: %w", ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	others := pool.AcquireAllIdle(ctx)
+	defer func() {
+		for _, c := range others {
+			c.Release()
+		}
+	}()
+	for _, c := range others {
+		if err := prepareHot(ctx, c); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// prepareHot prepares the hot statements on c, named by their text; one prepared already is
+// not prepared again.
+func prepareHot(ctx context.Context, c *pgxpool.Conn) error {
+	for _, sql := range hotStatements {
+		if _, err := c.Conn().Prepare(ctx, sql, sql); err != nil {
+			return fmt.Errorf("warm the database pool: prepare: %w", err)
 		}
 	}
 	return nil
