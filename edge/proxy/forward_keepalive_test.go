@@ -49,7 +49,11 @@ func TestStaleKeepAliveConnectionsLoseNoRequest(t *testing.T) {
 			t.Parallel()
 			up := testkit.StartCheckoutStandIn(t, tt.upstreamIdle)
 			e := passThroughEdge(t, up.Addr, edgeConfig{timeout: 10 * time.Second, checkout2: upstream.CheckoutOptions{IdleConn: tt.edgeIdle, DialTimeout: 3 * time.Second}})
-			client := httpClient()
+			// The client's own idle connections to the edge go after 3 s: a connection it
+			// dialled but did not use (net/http keeps the loser of a dial race) would otherwise
+			// meet the edge's 5 s wait for a new connection's first byte after a pause of about
+			// 5 s, a 408 of the client's side, not the upstream's race this test is about.
+			client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 3 * time.Second}}
 			var failures, postFailures, sent atomic.Int32
 			for round := range tt.rounds {
 				// All connections idle for about the upstream's idle timeout, so that some meet it
