@@ -201,10 +201,14 @@ func TestIdleConnectionsMakeRoomForNewShoppers(t *testing.T) {
 		_, err := c.r.ReadByte()
 		return err == io.EOF || errors.Is(err, syscall.ECONNRESET)
 	}
+	// The server marks a connection idle after it has sent the answer, on its own goroutine: a
+	// pause after each answer keeps the crowd's idle order the order of its requests on a
+	// loaded machine (seen once under -race: two marked in the other order).
 	crowd := make([]*rawConn, 14) // 7/8 of 16: from here each new connection closes an idle one
 	for i := range crowd {
 		crowd[i] = dialRaw(t, e.Addr)
 		request(crowd[i])
+		time.Sleep(25 * time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond) // the last answers' connections marked idle
 	request(crowd[0])                 // 0 asks again: now the newest idle
