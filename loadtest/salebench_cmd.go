@@ -36,12 +36,13 @@ func runSaleBench(ctx context.Context, args []string) error {
 	out := outputFlags(fs)
 	rounds := fs.Int("rounds", 3, "sales, each on a new voucher")
 	starts := fs.Int("starts", 0, "instead: start a backend and an edge this many times, each for a first and a second sale, and compare the two (a sale's opening right after a start)")
+	direct := fs.Bool("direct", false, "with -starts: send the reservations to the backend itself, the edge started but not asked")
 	fs.Set("requests", "50000")
 	fs.Set("rate", "50000")
 	fs.Set("create", "true")
 	_ = fs.Parse(args)
 	if *starts > 0 {
-		return firstVersusSecond(ctx, *srv, *backendBin, *edgeBin, *s, *starts)
+		return firstVersusSecond(ctx, *srv, *backendBin, *edgeBin, *s, *starts, *direct)
 	}
 	before, began := loadAverage(), time.Now()
 	b, err := flashbench.StartBackend(ctx, *srv, *backendBin)
@@ -168,11 +169,11 @@ func metOrNot(met bool) string {
 }
 
 // firstVersusSecond is `loadtest salebench -starts N`: N times, a backend and an edge started
-// afresh, then two sales through the edge, each on a new voucher; it prints each start's p99 of
-// the answers due before the sell-out (the opening) of both sales, and the median ratio of the
-// first to the second: how much slower the first sale after a start opens than a warm one
-// (goal: at most 1.5).
-func firstVersusSecond(ctx context.Context, srv flashbench.Servers, backendBin, edgeBin string, s sale.Settings, starts int) error {
+// afresh, then two sales through the edge (with -direct: to the backend itself), each on a new
+// voucher; it prints each start's p99 of the answers due before the sell-out (the opening) of
+// both sales, and the median ratio of the first to the second: how much slower the first sale
+// after a start opens than a warm one (goal: at most 1.5).
+func firstVersusSecond(ctx context.Context, srv flashbench.Servers, backendBin, edgeBin string, s sale.Settings, starts int, direct bool) error {
 	before, began := loadAverage(), time.Now()
 	var firsts, seconds, ratios []float64
 	stamp := time.Now().Unix()
@@ -187,10 +188,24 @@ func firstVersusSecond(ctx context.Context, srv flashbench.Servers, backendBin, 
 			return err
 		}
 		s.Target, s.Admin, s.Token, s.Create = "http://"+e.Addr, "http://"+b.Addr, b.Token, true
+		if direct {
+			s.Target = "http://" + b.Addr
+		}
 		var p99 [2]float64
 		for j := range 2 {
 			s.Code = fmt.Sprintf("FRESH%d-%d-%d", i+1, j+1, stamp)
-			sum, err := rehearse(ctx, s, outputs{}, nil, io.Discard)
+			connsBefore, err := b.DatabaseConns(ctx)
+			var sum sale.Summary
+			if err == nil {
+				var use flashbench.CPUUse
+				use, err = flashbench.MeasureCPU(ctx, b, e, func() (err error) {
+					sum, err = rehearse(ctx, s, outputs{}, nil, io.Discard)
+					return err
+				})
+				if err == nil {
+					printSaleAfterStart(ctx, j+1, sum, use, b, connsBefore)
+				}
+			}
 			if err != nil {
 				e.Close()
 				b.Close()
@@ -214,8 +229,27 @@ func firstVersusSecond(ctx context.Context, srv flashbench.Servers, backendBin, 
 	if r > 1.5 {
 		met = "NOT met"
 	}
-	fmt.Printf("medians of %d starts (%d uses, %d requests at %.0f/s through the edge each sale): first sale's opening p99 %.2f ms, second's %.2f ms; first/second %.2f× (goal ≤ 1.5: %s)\n",
-		starts, s.Uses, s.Count(), s.Rate, load.Median(firsts), load.Median(seconds), r, met)
+	via := "through the edge"
+	if direct {
+		via = "to the backend"
+	}
+	fmt.Printf("medians of %d starts (%d uses, %d requests at %.0f/s %s each sale): first sale's opening p99 %.2f ms, second's %.2f ms; first/second %.2f× (goal ≤ 1.5: %s)\n",
+		starts, s.Uses, s.Count(), s.Rate, via, load.Median(firsts), load.Median(seconds), r, met)
 	machine(before, began)
 	return nil
+}
+
+// printSaleAfterStart shows one sale of `salebench -starts`: its opening's latencies, the CPU
+// each process used from the voucher's creation to its last read, and how many connections the
+// backend's PostgreSQL pool held before and after (connections dialled during a sale cost
+// PostgreSQL a server process each, and their first statements).
+func printSaleAfterStart(ctx context.Context, n int, sum sale.Summary, use flashbench.CPUUse, b *flashbench.Backend, connsBefore int) {
+	after, err := b.DatabaseConns(ctx)
+	if err != nil {
+		after = -1
+	}
+	fmt.Printf("  sale %d: opening p50 %.1f, p90 %.1f, p99 %.1f ms (generator late p99 %.1f ms); PostgreSQL connections %d before, %d after\n",
+		n, sum.Before.P50, sum.Before.P90, sum.Before.P99, sum.SendLateP99Ms, connsBefore, after)
+	fmt.Printf("  sale %d: CPU over %v (%d requests), per request: %s\n",
+		n, use.Wall.Round(time.Millisecond), sum.Requests, use.String(float64(sum.Requests)/use.Wall.Seconds()))
 }

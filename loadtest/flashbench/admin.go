@@ -30,6 +30,21 @@ func createDatabase(ctx context.Context, adminURL, name string) (string, error) 
 	return u.String(), nil
 }
 
+// DatabaseConns is how many connections PostgreSQL holds open to the backend's database: its
+// pool's size at that moment (the benchmark's own reads are made from another database).
+func (b *Backend) DatabaseConns(ctx context.Context) (int, error) {
+	conn, err := pgx.Connect(ctx, b.servers.PostgresURL)
+	if err != nil {
+		return 0, fmt.Errorf("count the backend's database connections: %w", err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", b.db).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count the backend's database connections: %w", err)
+	}
+	return n, nil
+}
+
 // dropDatabase drops database name, closing its connections.
 func dropDatabase(ctx context.Context, adminURL, name string) error {
 	conn, err := pgx.Connect(ctx, adminURL)
