@@ -57,35 +57,9 @@ func startRedisCluster(t testing.TB, replicas bool, nodeTimeout time.Duration) *
 	if replicas {
 		n *= 2
 	}
-	// Each node needs a client port and a cluster bus port; the bus port is set explicitly
-	// (cluster-port) rather than left at port+10000, which may be taken or out of range.
-	ports := freePorts(t, 2*n)
 	c := &RedisCluster{replicas: replicas}
-	for i := range n {
-		port, busPort := ports[2*i], ports[2*i+1]
-		dir := t.TempDir()
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		argv := []string{server,
-			"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(busPort),
-			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
-			"--dir", dir, "--save", "", "--appendonly", "no",
-			"--daemonize", "no", "--logfile", "",
-		}
-		if replicas {
-			// The other masters keep serving their slots while one has none, as a sale on
-			// several shards needs (by default every node refuses every slot meanwhile).
-			argv = append(argv, "--cluster-require-full-coverage", "no")
-			// A replica's first sync starts at once, not after the 5 s a master waits by
-			// default for more replicas to share one transfer.
-			argv = append(argv, "--repl-diskless-sync-delay", "0")
-		}
-		p := newProcess(t, "redis cluster node "+addr, nil)
-		if err := p.start(argv, func(ctx context.Context) error { return redisPing(ctx, addr) }); err != nil {
-			t.Fatalf("testkit: %v", err)
-		}
-		c.nodes = append(c.nodes, clusterNode{addr: addr, argv: argv, proc: p})
+	for range n {
+		c.nodes = append(c.nodes, startClusterNode(t, server, replicas, nodeTimeout))
 	}
 
 	all := make([]string, 0, n)
@@ -113,6 +87,43 @@ func startRedisCluster(t testing.TB, replicas bool, nodeTimeout time.Duration) *
 		}
 	}
 	return c
+}
+
+// startClusterNode starts one cluster-enabled redis-server on ports of its own. Each node needs a
+// client port and a cluster bus port; the bus port is set explicitly (cluster-port) rather than
+// left at port+10000, which may be taken or out of range. Should another process take a port
+// between its choice and the bind, the node is started again on new ones.
+func startClusterNode(t testing.TB, server string, replicas bool, nodeTimeout time.Duration) clusterNode {
+	t.Helper()
+	var err error
+	for range 3 {
+		ports := freePorts(t, 2)
+		port, busPort := ports[0], ports[1]
+		dir := t.TempDir()
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		argv := []string{server,
+			"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(busPort),
+			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
+			"--dir", dir, "--save", "", "--appendonly", "no",
+			"--daemonize", "no", "--logfile", "",
+		}
+		if replicas {
+			// The other masters keep serving their slots while one has none, as a sale on
+			// several shards needs (by default every node refuses every slot meanwhile).
+			argv = append(argv, "--cluster-require-full-coverage", "no")
+			// A replica's first sync starts at once, not after the 5 s a master waits by
+			// default for more replicas to share one transfer.
+			argv = append(argv, "--repl-diskless-sync-delay", "0")
+		}
+		p := newProcess(t, "redis cluster node "+addr, nil)
+		if err = p.start(argv, redisReady(p, addr)); err == nil {
+			return clusterNode{addr: addr, argv: argv, proc: p}
+		}
+	}
+	t.Fatalf("testkit: %v", err)
+	return clusterNode{}
 }
 
 // Addrs returns the masters' host:port addresses as the cluster was created (with replicas,
@@ -181,4 +192,27 @@ func redisPing(ctx context.Context, addr string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
 	defer rdb.Close()
 	return rdb.Ping(ctx).Err()
+}
+
+// redisReady is a process's readiness for a redis-server started on addr: it answers PING, and
+// it is that process. A port freed by freePorts can be taken by another test's server before
+// this one binds it; this one then exits, and the other's PONG must not pass for its own.
+func redisReady(p *process, addr string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		if err := redisPing(ctx, addr); err != nil {
+			return err
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
+		defer rdb.Close()
+		info, err := rdb.Info(ctx, "server").Result()
+		if err != nil {
+			return err
+		}
+		_, rest, _ := strings.Cut(info, "process_id:")
+		pid, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
+		if pid != p.pid() {
+			return fmt.Errorf("%s is answered by another process (pid %d), not %s", addr, pid, p.name)
+		}
+		return nil
+	}
 }

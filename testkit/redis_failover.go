@@ -73,7 +73,7 @@ func (c *RedisCluster) RestartAsReplica(t testing.TB, addr string) {
 		if n.addr != addr {
 			continue
 		}
-		if err := n.proc.start(n.argv, func(ctx context.Context) error { return redisPing(ctx, addr) }); err != nil {
+		if err := n.proc.start(n.argv, redisReady(n.proc, addr)); err != nil {
 			t.Fatalf("testkit: restart redis cluster node %s: %v", addr, err)
 		}
 		// it boots as the master its nodes.conf remembers, then learns it was failed over

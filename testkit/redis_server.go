@@ -127,7 +127,7 @@ func (s *RedisServer) Stop() {
 func (s *RedisServer) Start() {
 	s.t.Helper()
 	addr := s.Addr()
-	if err := s.proc.start(s.argv, func(ctx context.Context) error { return redisPing(ctx, addr) }); err != nil {
+	if err := s.proc.start(s.argv, redisReady(s.proc, addr)); err != nil {
 		s.t.Fatalf("testkit: %v", err)
 	}
 }
