@@ -187,23 +187,17 @@ func waitReplicaSynced(ctx context.Context, addr string) error {
 	}
 }
 
-// redisPing returns nil once the Redis server at addr answers PING with PONG (not LOADING).
-func redisPing(ctx context.Context, addr string) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
-	defer rdb.Close()
-	return rdb.Ping(ctx).Err()
-}
-
-// redisReady is a process's readiness for a redis-server started on addr: it answers PING, and
-// it is that process. A port freed by freePorts can be taken by another test's server before
-// this one binds it; this one then exits, and the other's PONG must not pass for its own.
+// redisReady is a process's readiness for a redis-server started on addr: it answers PING with
+// PONG (not LOADING), and it is that process. A port freed by freePorts can be taken by another
+// test's server before this one binds it; this one then exits, and the other's PONG must not
+// pass for its own.
 func redisReady(p *process, addr string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		if err := redisPing(ctx, addr); err != nil {
-			return err
-		}
 		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
 		defer rdb.Close()
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			return err
+		}
 		info, err := rdb.Info(ctx, "server").Result()
 		if err != nil {
 			return err
