@@ -13,13 +13,15 @@ import (
 )
 
 // systemFlags are the flags of the subcommands that start a backend.
-func systemFlags(fs *flag.FlagSet) (*flashbench.Servers, *string) {
+func systemFlags(fs *flag.FlagSet) (*flashbench.Servers, *string, *settingsFlag) {
 	srv := flashbench.DefaultServers
 	fs.StringVar(&srv.PostgresURL, "postgres", srv.PostgresURL, "PostgreSQL to create the run's databases on")
 	fs.StringVar(&srv.RedisURL, "redis", srv.RedisURL, "Redis for the backend (keys under a prefix of the run's)")
 	fs.StringVar(&srv.NATSURL, "nats", srv.NATSURL, "NATS for the backend (subjects under a prefix of the run's)")
 	binary := fs.String("backend", "", "a built backend command; empty: go build ./backend into a temporary folder")
-	return &srv, binary
+	var env settingsFlag
+	fs.Var(&env, "backend-env", "a setting VG_NAME=value (or GOGC=…) for the backend; repeat for more")
+	return &srv, binary, &env
 }
 
 // machine says how busy the machine was, which moves the figures more than the code does.
@@ -38,13 +40,13 @@ func roundFlags(fs *flag.FlagSet, r *flashbench.Loop) {
 
 func runAllWin(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("allwin", flag.ExitOnError)
-	srv, binary := systemFlags(fs)
+	srv, binary, env := systemFlags(fs)
 	s := flashbench.AllWinSettings{}
 	roundFlags(fs, &s.Loop)
 	fs.IntVar(&s.PgClients, "pgclients", 32, "pgbench clients (-c)")
 	fs.IntVar(&s.PgThreads, "pgthreads", 2, "pgbench threads (-j)")
 	_ = fs.Parse(args)
-	return withBackend(ctx, *srv, *binary, func(b *flashbench.Backend) (printer, error) {
+	return withBackend(ctx, *srv, *binary, *env, func(b *flashbench.Backend) (printer, error) {
 		s1, err := flashbench.StartSolution1(ctx, *srv, s.PgClients, s.PgThreads)
 		if err != nil {
 			return nil, err
@@ -56,18 +58,18 @@ func runAllWin(ctx context.Context, args []string) error {
 
 func runRefusals(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("refusals", flag.ExitOnError)
-	srv, binary := systemFlags(fs)
+	srv, binary, env := systemFlags(fs)
 	s := flashbench.RefusalSettings{}
 	roundFlags(fs, &s.Loop)
 	_ = fs.Parse(args)
-	return withBackend(ctx, *srv, *binary, func(b *flashbench.Backend) (printer, error) {
+	return withBackend(ctx, *srv, *binary, *env, func(b *flashbench.Backend) (printer, error) {
 		return flashbench.RunRefusals(ctx, b, s)
 	})
 }
 
 func runSellout(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sellout", flag.ExitOnError)
-	srv, binary := systemFlags(fs)
+	srv, binary, env := systemFlags(fs)
 	s := flashbench.SaleSettings{}
 	fs.IntVar(&s.Rounds, "rounds", 3, "sales of each kind, each on a new voucher")
 	fs.IntVar(&s.Uses, "uses", 10000, "each voucher's total limit (1 per customer)")
@@ -76,7 +78,7 @@ func runSellout(ctx context.Context, args []string) error {
 	fs.DurationVar(&s.Limit, "limit", 20*time.Second, "bound on one sale")
 	fs.BoolVar(&s.Baseline, "baseline", true, "run the same sale on a normal (flashSale=false) voucher beside each flash sale")
 	_ = fs.Parse(args)
-	return withBackend(ctx, *srv, *binary, func(b *flashbench.Backend) (printer, error) {
+	return withBackend(ctx, *srv, *binary, *env, func(b *flashbench.Backend) (printer, error) {
 		return flashbench.RunSales(ctx, b, s)
 	})
 }
@@ -87,9 +89,9 @@ type printer interface{ Print(w io.Writer) }
 // withBackend starts the backend command for a benchmark, runs it, prints its report with the
 // backend's warnings and the machine's load, and stops the backend. On a failure it shows the
 // end of the backend's output.
-func withBackend(ctx context.Context, srv flashbench.Servers, binary string, run func(*flashbench.Backend) (printer, error)) error {
+func withBackend(ctx context.Context, srv flashbench.Servers, binary string, env []string, run func(*flashbench.Backend) (printer, error)) error {
 	before, began := loadAverage(), time.Now()
-	b, err := flashbench.StartBackend(ctx, srv, binary)
+	b, err := flashbench.StartBackend(ctx, srv, binary, env...)
 	if err != nil {
 		return err
 	}

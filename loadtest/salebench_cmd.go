@@ -30,8 +30,10 @@ const (
 // the latency goal is reported, not enforced.
 func runSaleBench(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("salebench", flag.ExitOnError)
-	srv, backendBin := systemFlags(fs)
+	srv, backendBin, backendEnv := systemFlags(fs)
 	edgeBin := fs.String("edge", "", "a built edge command; empty: go build ./edge into a temporary folder")
+	var edgeEnv settingsFlag
+	fs.Var(&edgeEnv, "edge-env", "a setting VG_NAME=value (or GOGC=…) for the edge; repeat for more")
 	s := saleFlags(fs)
 	out := outputFlags(fs)
 	rounds := fs.Int("rounds", 3, "sales, each on a new voucher")
@@ -42,18 +44,14 @@ func runSaleBench(ctx context.Context, args []string) error {
 	fs.Set("create", "true")
 	_ = fs.Parse(args)
 	if *starts > 0 {
-		return firstVersusSecond(ctx, *srv, *backendBin, *edgeBin, *s, *starts, *direct)
+		return firstVersusSecond(ctx, starter{*srv, *backendBin, *backendEnv, *edgeBin, edgeEnv}, *s, *starts, *direct)
 	}
 	before, began := loadAverage(), time.Now()
-	b, err := flashbench.StartBackend(ctx, *srv, *backendBin)
+	b, e, err := starter{*srv, *backendBin, *backendEnv, *edgeBin, edgeEnv}.start(ctx)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	e, err := flashbench.StartEdge(ctx, b, *edgeBin)
-	if err != nil {
-		return err
-	}
 	defer e.Close()
 	s.Target, s.Admin, s.Token, s.Create = "http://"+e.Addr, "http://"+b.Addr, b.Token, true
 	var sums []sale.Summary
@@ -173,18 +171,13 @@ func metOrNot(met bool) string {
 // voucher; it prints each start's p99 of the answers due before the sell-out (the opening) of
 // both sales, and the median ratio of the first to the second: how much slower the first sale
 // after a start opens than a warm one (goal: at most 1.5).
-func firstVersusSecond(ctx context.Context, srv flashbench.Servers, backendBin, edgeBin string, s sale.Settings, starts int, direct bool) error {
+func firstVersusSecond(ctx context.Context, st starter, s sale.Settings, starts int, direct bool) error {
 	before, began := loadAverage(), time.Now()
 	var firsts, seconds, ratios []float64
 	stamp := time.Now().Unix()
 	for i := range starts {
-		b, err := flashbench.StartBackend(ctx, srv, backendBin)
+		b, e, err := st.start(ctx)
 		if err != nil {
-			return err
-		}
-		e, err := flashbench.StartEdge(ctx, b, edgeBin)
-		if err != nil {
-			b.Close()
 			return err
 		}
 		s.Target, s.Admin, s.Token, s.Create = "http://"+e.Addr, "http://"+b.Addr, b.Token, true
@@ -212,6 +205,7 @@ func firstVersusSecond(ctx context.Context, srv flashbench.Servers, backendBin, 
 				return err
 			}
 			if !sum.Verdict.Pass {
+				sum.Print(os.Stdout)
 				e.Close()
 				b.Close()
 				return fmt.Errorf("start %d, sale %d: the verdict failed", i+1, j+1)
@@ -237,6 +231,29 @@ func firstVersusSecond(ctx context.Context, srv flashbench.Servers, backendBin, 
 		starts, s.Uses, s.Count(), s.Rate, via, load.Median(firsts), load.Median(seconds), r, met)
 	machine(before, began)
 	return nil
+}
+
+// starter starts a benchmark's backend and the edge in front of it.
+type starter struct {
+	srv        flashbench.Servers
+	backendBin string
+	backendEnv []string
+	edgeBin    string
+	edgeEnv    []string
+}
+
+// start starts the backend, then the edge; on an error nothing is left running.
+func (st starter) start(ctx context.Context) (*flashbench.Backend, *flashbench.Edge, error) {
+	b, err := flashbench.StartBackend(ctx, st.srv, st.backendBin, st.backendEnv...)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := flashbench.StartEdge(ctx, b, st.edgeBin, st.edgeEnv...)
+	if err != nil {
+		b.Close()
+		return nil, nil, err
+	}
+	return b, e, nil
 }
 
 // printSaleAfterStart shows one sale of `salebench -starts`: its opening's latencies, the CPU

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,8 +64,9 @@ func name(lead string) string {
 // StartBackend builds the backend command (unless binary names one), creates a database for
 // it, starts it on a free 127.0.0.1 port and waits until /healthz answers. The backend's
 // periodic jobs are off, so that only reservations are measured; everything else is the
-// default of configs/backend.yaml.
-func StartBackend(ctx context.Context, srv Servers, binary string) (b *Backend, err error) {
+// default of configs/backend.yaml and env's settings (VG_NAME=value, GOGC=…; the run's own
+// addresses and names win over them).
+func StartBackend(ctx context.Context, srv Servers, binary string, env ...string) (b *Backend, err error) {
 	b = &Backend{servers: srv, Token: name("bench-"), redisPfx: name("vgbench") + ":", natsPfx: name("vgbench"),
 		http: &http.Client{Timeout: 30 * time.Second}}
 	defer func() {
@@ -88,10 +90,10 @@ func StartBackend(ctx context.Context, srv Servers, binary string) (b *Backend, 
 	if b.Addr, err = freeAddr(); err != nil {
 		return b, err
 	}
-	if err = b.start(binary,
+	if err = b.start(binary, append(slices.Clip(env),
 		"VG_BACKEND_ADDR="+b.Addr, "VG_BACKEND_OPS_ADDR=off", "VG_DATABASE_URL="+dbURL, "VG_REDIS_URL="+srv.RedisURL,
 		"VG_REDIS_PREFIX="+b.redisPfx, "VG_NATS_URL="+srv.NATSURL, "VG_NATS_PREFIX="+b.natsPfx,
-		"VG_ADMIN_TOKEN="+b.Token, "VG_EXPIRE_EVERY=0", "VG_RECONCILE_EVERY=0", "VG_WARMUP_EVERY=0"); err != nil {
+		"VG_ADMIN_TOKEN="+b.Token, "VG_EXPIRE_EVERY=0", "VG_RECONCILE_EVERY=0", "VG_WARMUP_EVERY=0")...); err != nil {
 		return b, err
 	}
 	return b, b.waitReady(ctx, "http://"+b.Addr+"/healthz", 30*time.Second)

@@ -2,6 +2,7 @@ package flashbench
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -14,8 +15,9 @@ type Edge struct {
 
 // StartEdge builds the edge command (unless binary names one) and starts it on a free
 // 127.0.0.1 port in front of b, listening to b's NATS subjects, with the configs/edge.yaml
-// defaults otherwise; it returns once /readyz answers 200 (the edge sees a healthy backend).
-func StartEdge(ctx context.Context, b *Backend, binary string) (e *Edge, err error) {
+// defaults and env's settings (VG_NAME=value, GOGC=…) otherwise; it returns once /readyz
+// answers 200 (the edge sees a healthy backend).
+func StartEdge(ctx context.Context, b *Backend, binary string, env ...string) (e *Edge, err error) {
 	e = &Edge{}
 	defer func() {
 		if err != nil {
@@ -28,8 +30,8 @@ func StartEdge(ctx context.Context, b *Backend, binary string) (e *Edge, err err
 	if e.Addr, err = freeAddr(); err != nil {
 		return e, err
 	}
-	if err = e.start(binary, "VG_EDGE_ADDR="+e.Addr, "VG_EDGE_BACKENDS="+b.Addr,
-		"VG_NATS_URL="+b.servers.NATSURL, "VG_NATS_PREFIX="+b.natsPfx); err != nil {
+	if err = e.start(binary, append(slices.Clip(env), "VG_EDGE_ADDR="+e.Addr, "VG_EDGE_BACKENDS="+b.Addr,
+		"VG_NATS_URL="+b.servers.NATSURL, "VG_NATS_PREFIX="+b.natsPfx)...); err != nil {
 		return e, err
 	}
 	return e, e.waitReady(ctx, "http://"+e.Addr+"/readyz", 30*time.Second)
