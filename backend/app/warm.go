@@ -17,11 +17,11 @@ import (
 const warmBound = 10 * time.Second
 
 // warm readies the backend for a sale's opening before it serves: VG_DB_WARM_CONNS PostgreSQL
-// connections dialled with the hot statements prepared (kept open by the pool's minimum), the
-// Redis pool's idle floor dialled on every master, and the gate's scripts loaded (the quota
-// service loads its own). A sale that opens right after a start (a deploy, a scale-up before a
-// big sale) then meets no dial, no fork of a PostgreSQL server process, no statement planned on
-// first use and no NOSCRIPT. A failure is logged, not fatal.
+// connections dialled with the hot statements prepared and rehearsed (kept open by the pool's
+// minimum), the Redis pool's idle floor dialled on every master, and the gate's scripts loaded
+// (the quota service loads its own). A sale that opens right after a start (a deploy, a
+// scale-up before a big sale) then meets no dial, no fork of a PostgreSQL server process, no
+// statement loaded or planned on first use and no NOSCRIPT. A failure is logged, not fatal.
 func (a *App) warm(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, warmBound)
 	defer cancel()

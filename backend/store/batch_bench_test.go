@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"vouchergate/backend/store"
 	"vouchergate/backend/voucher"
 )
 
@@ -80,6 +81,51 @@ func BenchmarkReserveAcrossVouchers(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+// go test -run '^$' -bench FirstBatchOnAConnection -benchtime 30x -count 3 ./backend/store
+// The first batch of 32 holds on a new connection whose hot statements are prepared (what Warm
+// did before it rehearsed them) against one whose statements were also rehearsed (what Warm
+// does): the PostgreSQL server process's first-run costs, paid under the voucher's row lock or
+// before the backend serves.
+func BenchmarkFirstBatchOnAConnection(b *testing.B) {
+	for _, rehearse := range []bool{false, true} {
+		b.Run(map[bool]string{false: "prepared", true: "rehearsed"}[rehearse], func(b *testing.B) {
+			_, migrated := openStoreB(b)
+			createVoucherB(b, store.New(migrated), "FIRST", 1<<30, 1)
+			ctx := context.Background()
+			now := time.Now()
+			holds := make([]voucher.Hold, 32)
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				pool, err := store.Open(ctx, migrated.Config().ConnString(), 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c, err := pool.Acquire(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := store.ReadyConn(ctx, c.Conn(), rehearse); err != nil {
+					b.Fatal(err)
+				}
+				c.Release()
+				for j := range holds {
+					id := fmt.Sprintf("%d-%d", i, j)
+					holds[j] = hold("FIRST", "c-"+id, "o-"+id, now)
+				}
+				b.StartTimer()
+				out, err := store.New(pool).ReserveMany(ctx, "FIRST", holds)
+				b.StopTimer()
+				if err != nil || out[0].Err != nil {
+					b.Fatalf("the first batch: %v %v", err, out[0].Err)
+				}
+				pool.Close()
+				b.StartTimer()
+			}
 		})
 	}
 }

@@ -34,8 +34,9 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 	return OpenTraced(ctx, url, maxConns, 0, nil)
 }
 
-// OpenTraced is Open keeping at least minConns connections open (Warm readies them) and
-// telling every query's start and end to tracer (nil: none).
+// OpenTraced is Open keeping at least minConns connections open (Warm readies them and, with
+// minConns above 0, the pool readies those it opens later as they open) and telling every
+// query's start and end to tracer (nil: none).
 func OpenTraced(ctx context.Context, url string, maxConns, minConns int32, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -46,6 +47,9 @@ func OpenTraced(ctx context.Context, url string, maxConns, minConns int32, trace
 	}
 	cfg.MinConns = min(minConns, cfg.MaxConns)
 	cfg.ConnConfig.Tracer = tracer
+	if minConns > 0 {
+		cfg.AfterConnect = readyNewConn
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -16,13 +17,15 @@ import (
 var hotStatements = []string{statementTimeoutSQL, lockVoucherSQL, writeBatchSQL, reserveSQL, lookupSQL, voucherSQL}
 
 // Warm readies n of pool's connections for a sale's opening before the backend serves: each is
-// dialled (a PostgreSQL server process forked and authenticated) and has the hot statements
-// prepared, so the opening's first writes neither wait for a dial nor parse and plan their
-// statements (pgx sends a statement whose text was prepared on the connection by its name).
+// dialled (a PostgreSQL server process forked and authenticated), has the hot statements
+// prepared and runs them as an opening would until they are planned (rehearseHot), so the
+// opening's first writes neither wait for a dial nor parse, plan or load anything (pgx sends a
+// statement whose text was prepared on the connection by its name).
 // It holds the n connections at once, so that they are n different ones; then, once the pool
 // dials no more (its own MinConns, the same n, may have dialled some meanwhile), it prepares the
 // statements on every other idle connection too, so that none the pool keeps is cold. The pool's
-// MinConns keeps them open. Connections the pool opens later prepare them on first use.
+// MinConns keeps them open. Connections the pool opens later are readied as they open
+// (readyNewConn).
 func Warm(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	conns := make([]*pgxpool.Conn, n)
 	defer func() {
@@ -44,7 +47,7 @@ func Warm(ctx context.Context, pool *pgxpool.Pool, n int) error {
 				return
 			}
 			conns[i] = c
-			errs[i] = prepareHot(ctx, c)
+			errs[i] = prepareHot(ctx, c.Conn())
 		}()
 	}
 	wg.Wait()
@@ -65,20 +68,38 @@ func Warm(ctx context.Context, pool *pgxpool.Pool, n int) error {
 		}
 	}()
 	for _, c := range others {
-		if err := prepareHot(ctx, c); err != nil {
+		if err := prepareHot(ctx, c.Conn()); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// prepareHot prepares the hot statements on c, named by their text; one prepared already is
-// not prepared again.
-func prepareHot(ctx context.Context, c *pgxpool.Conn) error {
+// prepareHot prepares the hot statements on c and rehearses them.
+func prepareHot(ctx context.Context, c *pgx.Conn) error {
+	if err := prepareStatements(ctx, c); err != nil {
+		return err
+	}
+	return rehearseHot(ctx, c)
+}
+
+// prepareStatements prepares the hot statements on c, named by their text; one prepared
+// already is not prepared again.
+func prepareStatements(ctx context.Context, c *pgx.Conn) error {
 	for _, sql := range hotStatements {
-		if _, err := c.Conn().Prepare(ctx, sql, sql); err != nil {
+		if _, err := c.Prepare(ctx, sql, sql); err != nil {
 			return fmt.Errorf("warm the database pool: prepare: %w", err)
 		}
 	}
+	return nil
+}
+
+// readyNewConn is the pool's AfterConnect: a connection opened after Warm (the pool growing in
+// a sale) gets its hot statements prepared and rehearsed before its first use, so that its
+// first batch does not hold a voucher's row lock while PostgreSQL plans. It never refuses the
+// connection: before the schema is migrated the statements cannot be prepared, and a
+// connection that could not be readied still serves, preparing them on first use.
+func readyNewConn(ctx context.Context, c *pgx.Conn) error {
+	_ = prepareHot(ctx, c)
 	return nil
 }

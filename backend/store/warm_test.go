@@ -61,3 +61,59 @@ func TestWarmPreparesTheHotStatementsOnEachConnection(t *testing.T) {
 		}
 	}
 }
+
+// Warm runs each hot statement on each warmed connection as an opening would, often enough that
+// PostgreSQL has planned it past its custom plans, and writes nothing: a sale's first batch on
+// a connection costs what a later one does.
+func TestWarmRehearsesTheHotStatementsAndWritesNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, migrated := openStore(t)
+	pool, err := store.OpenTraced(ctx, migrated.Config().ConnString(), 8, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := store.Warm(ctx, pool, 2); err != nil {
+		t.Fatalf("warm: %v", err)
+	}
+	for i := range 2 {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+		runs := map[string]int64{}
+		rows, err := c.Query(ctx, `SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var sql string
+			var n int64
+			if err := rows.Scan(&sql, &n); err != nil {
+				t.Fatal(err)
+			}
+			runs[sql] = n
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for j, sql := range store.HotStatements() {
+			want := int64(store.PlannedRuns)
+			if j == 0 { // the statement limit, set once per transaction
+				want = 1
+			}
+			if runs[sql] < want {
+				t.Errorf("connection %d ran hot statement %d %d times; want at least %d", i, j, runs[sql], want)
+			}
+		}
+	}
+	var vouchers, redemptions int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM vouchers), (SELECT count(*) FROM redemptions)`).Scan(&vouchers, &redemptions); err != nil {
+		t.Fatal(err)
+	}
+	if vouchers != 0 || redemptions != 0 {
+		t.Fatalf("warming left %d vouchers and %d redemptions; want none", vouchers, redemptions)
+	}
+}
