@@ -2,8 +2,11 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"vouchergate/backend/store"
 )
@@ -83,31 +86,7 @@ func TestWarmRehearsesTheHotStatementsAndWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Release()
-		runs := map[string]int64{}
-		rows, err := c.Query(ctx, `SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var sql string
-			var n int64
-			if err := rows.Scan(&sql, &n); err != nil {
-				t.Fatal(err)
-			}
-			runs[sql] = n
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		for j, sql := range store.HotStatements() {
-			want := int64(store.PlannedRuns)
-			if j == 0 { // the statement limit, set once per transaction
-				want = 1
-			}
-			if runs[sql] < want {
-				t.Errorf("connection %d ran hot statement %d %d times; want at least %d", i, j, runs[sql], want)
-			}
-		}
+		checkRehearsed(t, ctx, c, fmt.Sprintf("warmed connection %d", i))
 	}
 	var vouchers, redemptions int
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM vouchers), (SELECT count(*) FROM redemptions)`).Scan(&vouchers, &redemptions); err != nil {
@@ -115,5 +94,59 @@ func TestWarmRehearsesTheHotStatementsAndWritesNothing(t *testing.T) {
 	}
 	if vouchers != 0 || redemptions != 0 {
 		t.Fatalf("warming left %d vouchers and %d redemptions; want none", vouchers, redemptions)
+	}
+}
+
+// A connection the pool opens after Warm, as it grows in a sale, is rehearsed before its first
+// use, not cold under the first batch it carries.
+func TestConnectionsOpenedLaterAreRehearsed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, migrated := openStore(t)
+	pool, err := store.OpenTraced(ctx, migrated.Config().ConnString(), 8, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := store.Warm(ctx, pool, 1); err != nil {
+		t.Fatalf("warm: %v", err)
+	}
+	for i := range 4 { // held at once: three of them opened now
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+		checkRehearsed(t, ctx, c, fmt.Sprintf("connection %d", i))
+	}
+}
+
+// checkRehearsed fails the test unless each hot statement has run on c as often as Warm runs it.
+func checkRehearsed(t *testing.T, ctx context.Context, c *pgxpool.Conn, what string) {
+	t.Helper()
+	runs := map[string]int64{}
+	rows, err := c.Query(ctx, `SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var sql string
+		var n int64
+		if err := rows.Scan(&sql, &n); err != nil {
+			t.Fatal(err)
+		}
+		runs[sql] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for j, sql := range store.HotStatements() {
+		want := int64(store.PlannedRuns)
+		if j == 0 { // the statement limit, set once per transaction
+			want = 1
+		}
+		if runs[sql] < want {
+			t.Errorf("%s ran hot statement %d %d times; want at least %d", what, j, runs[sql], want)
+		}
 	}
 }
