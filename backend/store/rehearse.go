@@ -43,19 +43,19 @@ func rehearseHot(ctx context.Context, c *pgx.Conn) (err error) {
 	}
 	now := time.Now()
 	later := now.Add(time.Minute)
-	b := &pgx.Batch{}
-	b.Queue(rehearseVoucherSQL, code)
-	b.Queue(statementTimeoutSQL, "0")
+	batch := &pgx.Batch{}
+	batch.Queue(rehearseVoucherSQL, code)
+	batch.Queue(statementTimeoutSQL, "0")
 	for i := range plannedRuns {
-		b.Queue(lockVoucherSQL, code)
-		a, b2 := fmt.Sprint(2*i), fmt.Sprint(2*i+1)
-		b.Queue(writeBatchSQL, code, []string{a, b2}, []string{code + "-" + a, code + "-" + b2}, []int64{100, 100},
-			[]int64{1, 1}, []time.Time{now, now}, []time.Time{later, later})
-		b.Queue(reserveSQL, code, now, "r"+a, code+"-r"+a, int64(100), int64(1), now, later)
-		b.Queue(lookupSQL, code, code+"-"+a)
-		b.Queue(voucherSQL, code)
+		first, second := fmt.Sprint(2*i), fmt.Sprint(2*i+1)
+		batch.Queue(lockVoucherSQL, code)
+		batch.Queue(writeBatchSQL, code, []string{first, second}, []string{code + "-" + first, code + "-" + second},
+			[]int64{100, 100}, []int64{1, 1}, []time.Time{now, now}, []time.Time{later, later})
+		batch.Queue(reserveSQL, code, now, "r"+first, code+"-r"+first, int64(100), int64(1), now, later)
+		batch.Queue(lookupSQL, code, code+"-"+first)
+		batch.Queue(voucherSQL, code)
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("warm the database pool: rehearse the hot statements: %w", err)
 	}
 	return nil

@@ -75,12 +75,23 @@ func Warm(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	return nil
 }
 
-// prepareHot prepares the hot statements on c and rehearses them.
+// readied marks a connection whose hot statements are prepared and rehearsed, in its pgconn's
+// CustomData: the pool readies a connection as it opens, and Warm then finds it done.
+const readied = "vouchergate/backend/store: readied"
+
+// prepareHot prepares the hot statements on c and rehearses them, once per connection.
 func prepareHot(ctx context.Context, c *pgx.Conn) error {
+	if c.PgConn().CustomData()[readied] == true {
+		return nil
+	}
 	if err := prepareStatements(ctx, c); err != nil {
 		return err
 	}
-	return rehearseHot(ctx, c)
+	if err := rehearseHot(ctx, c); err != nil {
+		return err
+	}
+	c.PgConn().CustomData()[readied] = true
+	return nil
 }
 
 // prepareStatements prepares the hot statements on c, named by their text; one prepared
