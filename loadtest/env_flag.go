@@ -15,8 +15,8 @@ func (f *settingsFlag) String() string { return strings.Join(*f, " ") }
 
 func (f *settingsFlag) Set(v string) error {
 	name, _, ok := strings.Cut(v, "=")
-	runtime := name == "GOGC" || name == "GOMEMLIMIT" || name == "GODEBUG" || name == "GOMAXPROCS"
-	if !ok || !(runtime || strings.HasPrefix(name, "VG_")) || strings.ContainsAny(name, " \t") {
+	goRuntime := name == "GOGC" || name == "GOMEMLIMIT" || name == "GODEBUG" || name == "GOMAXPROCS"
+	if !ok || !(goRuntime || strings.HasPrefix(name, "VG_")) || strings.ContainsAny(name, " \t") {
 		return fmt.Errorf("%q is not a setting; expected VG_NAME=value, or GOGC, GOMEMLIMIT, GODEBUG or GOMAXPROCS=value", v)
 	}
 	*f = append(*f, v)
