@@ -1,7 +1,6 @@
 package testkit
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -18,6 +17,6 @@ func TestARedisOnATakenPortIsNotTakenForReady(t *testing.T) {
 	p := newProcess(t, "redis-server on a taken port", nil)
 	err := p.start(argv, redisReady(p, other.Addr()))
 	if err == nil {
-		t.Fatalf("a redis-server on %s (taken by pid %s's server) was taken for ready", other.Addr(), strconv.Itoa(other.proc.pid()))
+		t.Fatalf("a redis-server on %s (taken by pid %d's server) was taken for ready", other.Addr(), other.proc.pid())
 	}
 }

@@ -91,8 +91,11 @@ func BenchmarkReserveAcrossVouchers(b *testing.B) {
 // does): the PostgreSQL server process's first-run costs, paid under the voucher's row lock or
 // before the backend serves.
 func BenchmarkFirstBatchOnAConnection(b *testing.B) {
-	for _, rehearse := range []bool{false, true} {
-		b.Run(map[bool]string{false: "prepared", true: "rehearsed"}[rehearse], func(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		rehearse bool
+	}{{"prepared", false}, {"rehearsed", true}} {
+		b.Run(c.name, func(b *testing.B) {
 			_, migrated := openStoreB(b)
 			createVoucherB(b, store.New(migrated), "FIRST", 1<<30, 1)
 			ctx := context.Background()
@@ -105,14 +108,14 @@ func BenchmarkFirstBatchOnAConnection(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				c, err := pool.Acquire(ctx)
+				conn, err := pool.Acquire(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := store.ReadyConn(ctx, c.Conn(), rehearse); err != nil {
+				if err := store.ReadyConn(ctx, conn.Conn(), c.rehearse); err != nil {
 					b.Fatal(err)
 				}
-				c.Release()
+				conn.Release()
 				for j := range holds {
 					id := fmt.Sprintf("%d-%d", i, j)
 					holds[j] = hold("FIRST", "c-"+id, "o-"+id, now)

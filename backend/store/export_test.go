@@ -12,6 +12,9 @@ var RedemptionPageQuery = redemptionPageQuery
 // HotStatements are the statements Warm prepares.
 func HotStatements() []string { return hotStatements }
 
+// WriteBatchSQL is the flash batch's guarded insert, one of the hot statements.
+const WriteBatchSQL = writeBatchSQL
+
 // PlannedRuns is how often Warm runs each hot statement.
 const PlannedRuns = plannedRuns
 
