@@ -143,9 +143,10 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 		}
 	}
 	var steps atomic.Int64
-	jobs.Add(1)
+	var moving sync.WaitGroup // the clock's steps, each waiting for a whole run of both jobs
+	moving.Add(1)
 	go func() {
-		defer jobs.Done()
+		defer moving.Done()
 		for step := int64(1); step <= groups-1; step++ {
 			for g := range step {
 				for answered[g].Load() < want[g].Load() {
@@ -222,6 +223,9 @@ func TestHoldsExpireWhileConfirmsRace(t *testing.T) {
 		}()
 	}
 	buyers.Wait()
+	// The last buyers may be answered before the clock has made its last steps (past every
+	// hold's expiry), and each step waits for the jobs: they stop once it has made them.
+	moving.Wait()
 	close(stop)
 	jobs.Wait()
 	if n := steps.Load(); n != 24 {
