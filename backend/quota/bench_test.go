@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -156,22 +155,13 @@ func BenchmarkVersusRedisBenchmark(b *testing.B) {
 // redisCPU returns the CPU seconds so far of every master behind rdb (INFO cpu).
 func redisCPU(b *testing.B, rdb redis.UniversalClient) float64 {
 	var mu sync.Mutex
-	var sum float64
+	var sum time.Duration
 	add := func(ctx context.Context, c *redis.Client) error {
-		info, err := c.Info(ctx, "cpu").Result()
-		if err != nil {
-			return err
-		}
-		for _, line := range strings.Split(info, "\n") {
-			k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-			if k == "used_cpu_sys" || k == "used_cpu_user" {
-				f, _ := strconv.ParseFloat(v, 64)
-				mu.Lock()
-				sum += f
-				mu.Unlock()
-			}
-		}
-		return nil
+		used, err := testkit.RedisCPU(ctx, c)
+		mu.Lock()
+		sum += used
+		mu.Unlock()
+		return err
 	}
 	var err error
 	switch c := rdb.(type) {
@@ -183,7 +173,7 @@ func redisCPU(b *testing.B, rdb redis.UniversalClient) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return sum
+	return sum.Seconds()
 }
 
 // benchRounds is how many times a comparison alternates the two sides; it reports medians.
