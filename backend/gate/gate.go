@@ -27,7 +27,7 @@ type Gate struct {
 
 // New returns a gate on rdb whose keys start with prefix.
 func New(rdb redis.UniversalClient, prefix string) *Gate {
-	return &Gate{rdb: rdb, prefix: prefix, reserves: newPipeline(rdb, lua.Reserve)}
+	return &Gate{rdb: rdb, prefix: prefix, reserves: newPipeline(rdb)}
 }
 
 func (g *Gate) keys(code string) keys.Voucher { return keys.ForVoucher(g.prefix, code) }
@@ -50,7 +50,7 @@ func parseHolder(s string) (voucher.Holder, error) {
 // Reserve runs reserve.lua.
 func (g *Gate) Reserve(ctx context.Context, v voucher.Voucher, orderID string, h voucher.Holder) (voucher.GateResult, error) {
 	res, err := g.reserves.run(ctx, g.keys(v.Code).List(),
-		h.CustomerID, v.PerUserLimit, orderID, formatHolder(h), v.Revision).Slice()
+		[reserveArgs]any{h.CustomerID, v.PerUserLimit, orderID, formatHolder(h), v.Revision})
 	if err != nil {
 		return voucher.GateResult{}, fmt.Errorf("gate reserve %s: %w", v.Code, err)
 	}

@@ -42,7 +42,7 @@ func BenchmarkBaselinePing(b *testing.B) {
 	})
 }
 
-func benchReserve(b *testing.B, total int) {
+func benchReserve(b *testing.B, total, parallelism int) {
 	rdb := client(b)
 	g := gate.New(rdb, testkit.RedisPrefix(b))
 	ctx := context.Background()
@@ -52,7 +52,9 @@ func benchReserve(b *testing.B, total int) {
 	}
 	var n atomic.Int64
 	now := time.Now()
+	cpu0 := redisCPU(b, rdb)
 	b.ResetTimer()
+	b.SetParallelism(parallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := strconv.FormatInt(n.Add(1), 10)
@@ -62,10 +64,23 @@ func benchReserve(b *testing.B, total int) {
 			}
 		}
 	})
+	b.ReportMetric(float64((redisCPU(b, rdb)-cpu0).Nanoseconds())/1e3/float64(b.N), "redis-µs/op")
+}
+
+func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
+	used, err := testkit.RedisCPU(context.Background(), rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return used
 }
 
 // BenchmarkReserveWinning: every call takes a use (the limit is never reached).
-func BenchmarkReserveWinning(b *testing.B) { benchReserve(b, 1<<30) }
+func BenchmarkReserveWinning(b *testing.B) { benchReserve(b, 1<<30, 1) }
 
 // BenchmarkReserveSoldOut: every call finds none left, the flood after a sell-out.
-func BenchmarkReserveSoldOut(b *testing.B) { benchReserve(b, 0) }
+func BenchmarkReserveSoldOut(b *testing.B) { benchReserve(b, 0, 1) }
+
+// BenchmarkReserveWinningCrowd: every call takes a use, 32 callers per CPU at once, as a
+// sale's opening sends them: the auto-pipeline carries many of them in one call of the script.
+func BenchmarkReserveWinningCrowd(b *testing.B) { benchReserve(b, 1<<30, 32) }
