@@ -125,12 +125,23 @@ func (s *Service) reviseFlash(ctx context.Context, v Voucher, held int64, try in
 // awaitFirstAttempt handles a retry whose order holds a use in Redis: it answers 201 only from a
 // committed row (D4), so it waits until the row appears (answer it) or the first attempt gives
 // the use back (again: take a use anew), and answers ErrUnavailable if neither happens in time.
+// A first attempt still writing in this process is waited for in memory (flights.go) before
+// the database and the gate are looked at; another process's is polled for.
 //
 // A hold older than any write can last (staleAfter) with no row belongs to an attempt that
 // died or whose outcome stayed unknown: the retry gives that use back itself, as the
 // reconciler would, and takes one anew. Should the lost write commit after all, the database's
 // guards still refuse an over-allocation and the reconciler puts the order back in Redis.
 func (s *Service) awaitFirstAttempt(ctx context.Context, h Hold, first Holder, until time.Time) (r Redemption, again bool, err error) {
+	if settled := s.flights.of(first.Attempt); settled != nil {
+		// The first attempt is writing in this process: its outcome is known here first.
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			return Redemption{}, false, fmt.Errorf("reserve %s: %w: %w", h.VoucherCode, ErrUnavailable, ctx.Err())
+		case <-time.After(time.Until(until)):
+		}
+	}
 	pause := pollFirst
 	for {
 		r, err := s.store.Redemption(ctx, h.OrderID)
@@ -179,6 +190,7 @@ func (s *Service) staleAfter() time.Duration { return 2*s.cfg.DBTimeout + s.cfg.
 // (writer.go), and gives the use back to the gate when, and only when, the database certainly
 // did not take it.
 func (s *Service) writeWinner(ctx context.Context, v Voucher, h Hold, holder Holder) (Redemption, error) {
+	defer s.flights.begin(holder.Attempt)()
 	r, err := s.writerFor(v).write(ctx, h)
 	switch {
 	case err == nil:

@@ -3,8 +3,10 @@ package voucher_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,30 +137,44 @@ type outcome struct {
 }
 
 func (f *fakeEnv) reserveAsync(code, customer, order string) <-chan outcome {
+	return reserveAsync(f.svc, code, customer, order)
+}
+
+// reserveAsync reserves through svc in a goroutine of its own.
+func reserveAsync(svc *voucher.Service, code, customer, order string) <-chan outcome {
 	c := make(chan outcome, 1)
 	go func() {
-		r, err := f.reserve(code, customer, order)
+		r, err := svc.Reserve(context.Background(), voucher.Request{Code: code, CustomerID: customer, OrderID: order, OrderAmount: 100})
 		c <- outcome{r, err}
 	}()
 	return c
 }
 
-// inFlight holds o1's first write until released, and tells when it started and when a retry
-// first found o1 held in the gate with no row.
+// inFlight holds an order's first write until released, and tells when it started, when a
+// retry's take found the order held, and how often the order was looked for meanwhile.
 type inFlight struct {
-	writing, polling, commit chan struct{}
+	writing, retried, polling, commit chan struct{}
+	lookups                           atomic.Int32 // the order's row read, or its hold in the gate
 }
 
 func holdFirstWrite(f *fakeEnv, order string) *inFlight {
-	w := &inFlight{writing: make(chan struct{}), polling: make(chan struct{}), commit: make(chan struct{})}
+	w := &inFlight{writing: make(chan struct{}), retried: make(chan struct{}), polling: make(chan struct{}), commit: make(chan struct{})}
 	var wrote, polled sync.Once
+	var takes atomic.Int32
 	f.store.hook = func(op string, orders []string) {
-		if op == "ReserveMany" && slices.Contains(orders, order) {
+		switch {
+		case op == "ReserveMany" && slices.Contains(orders, order):
 			wrote.Do(func() { close(w.writing); <-w.commit })
+		case op == "Redemption" && slices.Contains(orders, order):
+			w.lookups.Add(1)
 		}
 	}
 	f.gate.hook = func(op, o string) {
-		if op == "Holding" && o == order {
+		switch {
+		case op == "Reserve" && o == order && takes.Add(1) == 2:
+			close(w.retried)
+		case op == "Holding" && o == order:
+			w.lookups.Add(1)
 			polled.Do(func() { close(w.polling) })
 		}
 	}
@@ -168,7 +184,9 @@ func holdFirstWrite(f *fakeEnv, order string) *inFlight {
 // A retry that finds its order held in the gate while the first attempt is still writing does
 // not answer before the row is committed (D4). Then it answers the same 201; or, if the first
 // write certainly failed and gave its use back, it takes a use anew and is granted while the
-// first attempt answers 503. Either way one use is taken.
+// first attempt answers 503. Either way one use is taken. A retry on the backend writing the
+// first attempt waits for that write in memory, looking for nothing meanwhile; one on another
+// backend polls the gate and the database.
 func TestRetryInFlightWaitsForTheFirstAttemptsOutcome(t *testing.T) {
 	cases := []struct {
 		name       string
@@ -179,37 +197,57 @@ func TestRetryInFlightWaitsForTheFirstAttemptsOutcome(t *testing.T) {
 		{name: "the first attempt gives its use back: the retry takes anew", firstWrite: errRefused, firstWant: voucher.ErrUnavailable},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			f := newFakeEnv(voucher.Config{InFlightWait: time.Minute})
-			f.create(t, "F", 2, 1, true)
-			f.warm(t, "F")
-			w := holdFirstWrite(f, "o1")
-			if c.firstWrite != nil {
-				f.store.arm("ReserveMany", fault{err: c.firstWrite}) // taken by the first write once it goes on
-			}
-			first := f.reserveAsync("F", "c1", "o1")
-			<-w.writing
-			retry := f.reserveAsync("F", "c1", "o1")
-			<-w.polling // o1 is held, its row not written
-			select {
-			case a := <-retry:
-				t.Fatalf("the retry answered %+v %v before the first attempt's outcome", a.r, a.err)
-			default:
-			}
-			close(w.commit)
-			a, b := <-first, <-retry
-			if !errors.Is(a.err, c.firstWant) || (c.firstWant == nil && a.r.OrderID != "o1") {
-				t.Errorf("first attempt: %+v %v; want %v", a.r, a.err, c.firstWant)
-			}
-			if row, _ := f.store.row("o1"); b.err != nil || b.r != row {
-				t.Fatalf("retry: %+v %v; want 201 with the row %+v", b.r, b.err, row)
-			}
-			if remaining, held := f.gate.state("F", "o1"); !held || remaining != 1 {
-				t.Errorf("gate: o1 held %v, %d left; want held once, 1 left", held, remaining)
-			}
-			f.check(t, "F", "o1")
-		})
+		for _, elsewhere := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, retried on another backend %v", c.name, elsewhere), func(t *testing.T) {
+				f := newFakeEnv(voucher.Config{InFlightWait: time.Minute})
+				f.create(t, "F", 2, 1, true)
+				f.warm(t, "F")
+				w := holdFirstWrite(f, "o1")
+				if c.firstWrite != nil {
+					f.store.arm("ReserveMany", fault{err: c.firstWrite}) // taken by the first write once it goes on
+				}
+				first := f.reserveAsync("F", "c1", "o1")
+				<-w.writing
+				if elsewhere {
+					other := voucher.NewService(f.store, f.gate, f.note, f.cfg)
+					retry := reserveAsync(other, "F", "c1", "o1")
+					<-w.polling // o1 is held, its row not written
+					checkRetryWaits(t, f, w, c.firstWant, first, retry)
+					return
+				}
+				retry := f.reserveAsync("F", "c1", "o1")
+				<-w.retried
+				time.Sleep(50 * time.Millisecond) // a poll every 5, 10, 20 ms would have looked three times
+				if n := w.lookups.Load(); n != 0 {
+					t.Errorf("the retry looked for o1 %d times while its first attempt was writing here; want none", n)
+				}
+				checkRetryWaits(t, f, w, c.firstWant, first, retry)
+			})
+		}
 	}
+}
+
+// checkRetryWaits checks that the retry has not answered, lets the first write go on, and
+// checks both answers, the gate and the invariants.
+func checkRetryWaits(t *testing.T, f *fakeEnv, w *inFlight, firstWant error, first, retry <-chan outcome) {
+	t.Helper()
+	select {
+	case a := <-retry:
+		t.Fatalf("the retry answered %+v %v before the first attempt's outcome", a.r, a.err)
+	default:
+	}
+	close(w.commit)
+	a, b := <-first, <-retry
+	if !errors.Is(a.err, firstWant) || (firstWant == nil && a.r.OrderID != "o1") {
+		t.Errorf("first attempt: %+v %v; want %v", a.r, a.err, firstWant)
+	}
+	if row, _ := f.store.row("o1"); b.err != nil || b.r != row {
+		t.Fatalf("retry: %+v %v; want 201 with the row %+v", b.r, b.err, row)
+	}
+	if remaining, held := f.gate.state("F", "o1"); !held || remaining != 1 {
+		t.Errorf("gate: o1 held %v, %d left; want held once, 1 left", held, remaining)
+	}
+	f.check(t, "F", "o1")
 }
 
 // A retry that cannot learn the first attempt's outcome in time answers 503 and takes no use.

@@ -1,0 +1,29 @@
+package voucher
+
+import "sync"
+
+// flights are the winners' writes in flight in this process, by attempt: a retry of an order
+// whose first attempt is one of them waits for its outcome here instead of polling the database.
+// In a sale's opening a tenth of the requests can be such retries, and each poll takes a pooled
+// connection; they would grow the pool (a forked server each) just when the writes need it.
+type flights struct{ m sync.Map } // attempt -> chan struct{}, closed when its outcome is settled
+
+// begin records attempt's write as in flight; the returned func, called once its outcome is
+// settled (written, or refused and given back), ends it.
+func (f *flights) begin(attempt string) (end func()) {
+	done := make(chan struct{})
+	f.m.Store(attempt, done)
+	return func() {
+		f.m.Delete(attempt)
+		close(done)
+	}
+}
+
+// of returns what is closed once attempt's write in this process is settled, or nil when it is
+// not in flight here (settled already, or another process's).
+func (f *flights) of(attempt string) <-chan struct{} {
+	if done, ok := f.m.Load(attempt); ok {
+		return done.(chan struct{})
+	}
+	return nil
+}
