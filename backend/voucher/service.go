@@ -40,7 +40,11 @@ type Service struct {
 
 	vouchers sync.Map // code -> cachedVoucher: each backend's copy, read again after voucherFresh
 	loads    singleflight.Group
+	// rereads are the cache's reads of a voucher whose copy went stale: one at a time per
+	// voucher, shared by every request that finds the copy stale meanwhile
+	rereads  singleflight.Group
 	writers  sync.Map // code -> *writer, one per flash voucher written by this process
+	flights  flights  // winners' writes in flight, that their retries wait for (flights.go)
 	written  batchCounts
 	counts   serviceMetrics
 	repeated *httplog.Sampler // the lines each failing request writes alike (log.go)
@@ -104,7 +108,24 @@ func (s *Service) voucher(ctx context.Context, code string) (Voucher, error) {
 	if c, ok := s.vouchers.Load(code); ok && time.Since(c.(cachedVoucher).at) < voucherFresh {
 		return c.(cachedVoucher).v, nil
 	}
-	return s.freshVoucher(ctx, code)
+	// A sale's crowd finds the copy stale all at once: each request reading the voucher itself
+	// would take a pooled connection, growing the pool (a forked server each) as the sale opens.
+	// The read is the first finder's, cut loose from its request so that one request giving up
+	// does not fail the others.
+	read := s.rereads.DoChan(code, func() (any, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.DBTimeout)
+		defer cancel()
+		return s.freshVoucher(rctx, code)
+	})
+	select {
+	case r := <-read:
+		if r.Err != nil {
+			return Voucher{}, r.Err
+		}
+		return r.Val.(Voucher), nil
+	case <-ctx.Done():
+		return Voucher{}, fmt.Errorf("read voucher %s: %w", code, ctx.Err())
+	}
 }
 
 // freshVoucher reads the voucher from the store and keeps the copy.
