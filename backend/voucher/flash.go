@@ -25,6 +25,9 @@ func (s *Service) reserveFlash(ctx context.Context, v Voucher, h Hold, try int) 
 		return Redemption{}, fmt.Errorf("reserve %s: no redis gate: %w", v.Code, ErrUnavailable)
 	}
 	holder := Holder{CustomerID: h.CustomerID, ReservedAt: h.ReservedAt, Attempt: newAttempt()}
+	// In flight before the gate can name it: a retry that finds the order held by this attempt
+	// then always finds it here too, and waits for this call's outcome.
+	defer s.flights.begin(holder.Attempt)()
 	waitUntil := time.Now().Add(s.cfg.InFlightWait)
 	loaded := false
 	for {
@@ -190,7 +193,6 @@ func (s *Service) staleAfter() time.Duration { return 2*s.cfg.DBTimeout + s.cfg.
 // (writer.go), and gives the use back to the gate when, and only when, the database certainly
 // did not take it.
 func (s *Service) writeWinner(ctx context.Context, v Voucher, h Hold, holder Holder) (Redemption, error) {
-	defer s.flights.begin(holder.Attempt)()
 	r, err := s.writerFor(v).write(ctx, h)
 	switch {
 	case err == nil:

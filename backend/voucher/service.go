@@ -44,7 +44,7 @@ type Service struct {
 	// voucher, shared by every request that finds the copy stale meanwhile
 	rereads  singleflight.Group
 	writers  sync.Map // code -> *writer, one per flash voucher written by this process
-	flights  flights  // winners' writes in flight, that their retries wait for (flights.go)
+	flights  flights  // flash reservations in flight, that their retries wait for (flights.go)
 	written  batchCounts
 	counts   serviceMetrics
 	repeated *httplog.Sampler // the lines each failing request writes alike (log.go)
