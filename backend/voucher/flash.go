@@ -137,7 +137,7 @@ func (s *Service) reviseFlash(ctx context.Context, v Voucher, held int64, try in
 // guards still refuse an over-allocation and the reconciler puts the order back in Redis.
 func (s *Service) awaitFirstAttempt(ctx context.Context, h Hold, first Holder, until time.Time) (r Redemption, again bool, err error) {
 	if settled := s.flights.of(first.Attempt); settled != nil {
-		// The first attempt is writing in this process: its outcome is known here first.
+		// The first attempt is in flight in this process: its outcome is known here first.
 		select {
 		case <-settled:
 		case <-ctx.Done():
