@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net"
 	osexec "os/exec"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/valyala/fasthttp"
 
 	"vouchergate/backend/backendtest"
@@ -129,20 +131,13 @@ func httpRate(b *testing.B, handler fasthttp.RequestHandler, redisAddr string, n
 
 // redisCPU returns the CPU seconds so far of the Redis at addr (INFO cpu).
 func redisCPU(b *testing.B, addr string) float64 {
-	host, port, _ := strings.Cut(addr, ":")
-	out, err := osexec.Command("redis-cli", "-h", host, "-p", port, "INFO", "cpu").Output()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	used, err := testkit.RedisCPU(context.Background(), rdb)
 	if err != nil {
-		b.Fatalf("redis-cli INFO cpu: %v", err)
+		b.Fatal(err)
 	}
-	var sum float64
-	for _, line := range strings.Split(string(out), "\n") {
-		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if k == "used_cpu_sys" || k == "used_cpu_user" {
-			f, _ := strconv.ParseFloat(v, 64)
-			sum += f
-		}
-	}
-	return sum
+	return used.Seconds()
 }
 
 // procCPU returns this process's CPU seconds so far.
